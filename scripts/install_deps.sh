@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what olmo.cpp needs, idempotently and quietly when everything is present:
+#   1. Debian packages (apt-get) for the C++ build,
+#   2. the project-local Python venv (.venv) with the reference packages (scripts/requirements.txt),
+#   3. OpenAI's cl100k_base rank file from the PyPI `litellm` wheel, sha256-verified.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS="build-essential cmake pkg-config libdnnl-dev libpcre2-dev libyaml-cpp-dev nlohmann-json3-dev
+libzstd-dev zlib1g-dev libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
+python3-venv zstd"
+missing=""
+for p in $APT_PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "[deps] apt-get install:$missing"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+REQ=scripts/requirements.txt
+STAMP=.venv/.installed-$(sha256sum "$REQ" | cut -c1-16)
+if [ ! -f "$STAMP" ]; then
+  echo "[deps] creating .venv from $REQ (first time: torch is large, this takes minutes)"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r "$REQ"
+  rm -f .venv/.installed-*
+  touch "$STAMP"
+fi
+
+bash scripts/fetch_tokenizer.sh

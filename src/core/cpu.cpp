@@ -1,0 +1,54 @@
+// CPU detection (GCC builtins) and the OLMO_ISA override.
+#include "core/cpu.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace olmo {
+namespace {
+int g_override = -1;
+
+Isa parse_env() {
+  const char* e = std::getenv("OLMO_ISA");
+  if (!e || !*e) return Isa::avx512;
+  if (!std::strcmp(e, "scalar")) return Isa::scalar;
+  if (!std::strcmp(e, "avx2")) return Isa::avx2;
+  if (!std::strcmp(e, "avx512")) return Isa::avx512;
+  throw Error(cat("OLMO_ISA='", e, "' is not one of scalar, avx2, avx512"));
+}
+}  // namespace
+
+Isa detected_isa() {
+  static const Isa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+      return Isa::avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+    return Isa::scalar;
+  }();
+  return isa;
+}
+
+Isa active_isa() {
+  static const Isa from_env = parse_env();
+  int want = g_override >= 0 ? g_override : static_cast<int>(from_env);
+  int have = static_cast<int>(detected_isa());
+  return static_cast<Isa>(want < have ? want : have);
+}
+
+void set_isa_override(Isa isa) { g_override = static_cast<int>(isa); }
+void clear_isa_override() { g_override = -1; }
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+}  // namespace olmo

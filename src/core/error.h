@@ -1,0 +1,31 @@
+// Error reporting for olmo.cpp: one exception type, a string builder, and a check macro.
+// Contract: every user-facing failure (bad file, bad config, bad flag) throws olmo::Error with a
+// message that names the file/key and the problem; the CLI prints it and exits 1, never aborts.
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace olmo {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// cat("a", 1, 'b') -> "a1b" (ostream formatting of each argument).
+template <class... A>
+std::string cat(A&&... a) {
+  std::ostringstream os;
+  (os << ... << std::forward<A>(a));
+  return os.str();
+}
+
+}  // namespace olmo
+
+// OLMO_CHECK(cond, parts...): throw olmo::Error(cat(parts...)) when cond is false.
+#define OLMO_CHECK(cond, ...)                              \
+  do {                                                     \
+    if (!(cond)) throw ::olmo::Error(::olmo::cat(__VA_ARGS__)); \
+  } while (0)
