@@ -1,0 +1,142 @@
+// Throughput of the attention kernels (forward, backward) and of the fused LM-head loss, in
+// GFLOP/s and as a fraction of the fp32 FMA peak measured in the same run (before and after).
+// FLOPs counted as useful work only: attention forward 4*hd*pairs*H, backward 8*hd*pairs*H
+// (pairs = visible query-key pairs; recomputation not counted); LM head 2*N*D*V forward,
+// 6*N*D*V with both gradients.
+// Usage: bench_attention [attn|loss|all] [reps] [chunk_rows] [cpu|wall]  (threads: OMP_NUM_THREADS)
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <ctime>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/timer.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
+#include "kernels/loss.h"
+#include "kernels/peak.h"
+
+using namespace olmo::kernels;
+
+namespace {
+std::vector<float> randv(size_t n, uint64_t seed, float scale) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Best of `reps` runs. The machine is shared (other processes take CPU slices), so besides wall
+// time we report process CPU time / threads: the time the kernel would take with the cores to
+// itself (conservative: OpenMP threads spinning at barriers count as busy).
+bool g_use_cpu = true;
+template <class F>
+double best_of(int reps, F&& f) {
+  double best = 1e30, best_wall = 1e30;
+  const int nt = omp_get_max_threads();
+  for (int r = 0; r < reps; ++r) {
+    double t0 = olmo::now_seconds(), c0 = cpu_seconds();
+    f();
+    best_wall = std::min(best_wall, olmo::now_seconds() - t0);
+    best = std::min(best, (cpu_seconds() - c0) / nt);
+  }
+  return g_use_cpu ? best : best_wall;
+}
+
+void bench_attention(int reps, double peak) {
+  const int64_t B = 1, T = 2048, H = 12, hd = 64;
+  for (int64_t KV : {int64_t(12), int64_t(4)})
+    for (int64_t w : {int64_t(0), int64_t(1024), int64_t(256)}) {
+      AttnShape s{B, T, H, KV, hd, w};
+      auto q = randv(B * T * H * hd, 1, 1.0f), k = randv(B * T * KV * hd, 2, 1.0f),
+           v = randv(B * T * KV * hd, 3, 1.0f), g = randv(B * T * H * hd, 4, 1.0f);
+      std::vector<float> o(q.size()), l(B * H * T), dq(q.size()), dk(k.size()), dv(v.size());
+      const double pairs = double(attention_visible_pairs(s, nullptr)) * H;
+      const double tf = best_of(reps, [&] {
+        attention_forward(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data());
+      });
+      const double tb = best_of(reps, [&] {
+        attention_backward(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data(), g.data(),
+                           dq.data(), dk.data(), dv.data());
+      });
+      const double ff = 4 * hd * pairs, fb = 8 * hd * pairs;
+      std::printf(
+          "attention B=%lld T=%lld H=%lld KV=%lld hd=%lld window=%-5lld fwd %6.2f ms %6.1f GFLOP/s "
+          "(%4.1f%%)  bwd %6.2f ms %6.1f GFLOP/s (%4.1f%%)  fwd+bwd %6.1f GFLOP/s (%4.1f%%)\n",
+          (long long)B, (long long)T, (long long)H, (long long)KV, (long long)hd, (long long)w,
+          tf * 1e3, ff / tf * 1e-9, 100 * ff / tf * 1e-9 / peak, tb * 1e3, fb / tb * 1e-9,
+          100 * fb / tb * 1e-9 / peak, (ff + fb) / (tf + tb) * 1e-9,
+          100 * (ff + fb) / (tf + tb) * 1e-9 / peak);
+      std::fflush(stdout);
+    }
+}
+
+// In-run anchor: oneDNN fp32 gemm at a training shape (2048 x 2304 x 768, a fused QKV
+// projection), timed the same way, so kernel figures can be read relative to it.
+double bench_gemm_anchor(int reps, double peak) {
+  const int64_t M = 2048, N = 2304, K = 768;
+  auto a = randv(M * K, 7, 1.0f), b = randv(N * K, 8, 1.0f);
+  std::vector<float> c(M * N);
+  gemm(false, true, M, N, K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  const double t = best_of(reps + 2, [&] {
+    gemm(false, true, M, N, K, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  });
+  const double gf = 2.0 * M * N * K / t * 1e-9;
+  std::printf("anchor gemm (oneDNN) %lldx%lldx%lld: %6.1f GFLOP/s (%4.1f%%)\n", (long long)M,
+              (long long)N, (long long)K, gf, 100 * gf / peak);
+  return gf;
+}
+
+void bench_loss(int reps, double peak, int64_t chunk) {
+  const int64_t N = 2048, D = 768, V = 100352;
+  auto x = randv(N * D, 5, 1.0f), W = randv(V * D, 6, 0.02f);
+  std::vector<float> dx(N * D), dW(V * D, 0.0f);
+  std::vector<int32_t> t(N);
+  for (int64_t i = 0; i < N; ++i) t[i] = int32_t((i * 7919) % V);
+  LossSums r;
+  const double tf = best_of(reps, [&] {
+    r = lm_head_loss(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f / N, nullptr, nullptr,
+                     chunk);
+  });
+  const double tb = best_of(reps, [&] {
+    r = lm_head_loss(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f / N, dx.data(), dW.data(),
+                     chunk);
+  });
+  const double ff = 2.0 * N * D * V, fb = 6.0 * N * D * V;
+  std::printf(
+      "lm_head_loss N=%lld D=%lld V=%lld chunk=%lld  loss only %7.1f ms %6.1f GFLOP/s (%4.1f%%)  "
+      "loss+dx+dW %7.1f ms %6.1f GFLOP/s (%4.1f%%)  [ce/N=%.4f]\n",
+      (long long)N, (long long)D, (long long)V, (long long)chunk, tf * 1e3, ff / tf * 1e-9,
+      100 * ff / tf * 1e-9 / peak, tb * 1e3, fb / tb * 1e-9, 100 * fb / tb * 1e-9 / peak,
+      r.ce_sum / r.count);
+  std::fflush(stdout);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "all";
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
+  const int64_t chunk = argc > 3 ? std::atoll(argv[3]) : 0;
+  g_use_cpu = !(argc > 4 && std::string(argv[4]) == "wall");
+  const double p0 = measure_fp32_peak_gflops(0.3);
+  std::printf("threads=%d isa=%s peak(before)=%.1f GFLOP/s timing=%s\n", omp_get_max_threads(),
+              olmo::isa_name(olmo::active_isa()), p0,
+              g_use_cpu ? "process cpu time / threads" : "wall");
+  bench_gemm_anchor(reps, p0);
+  if (what == "attn" || what == "all") bench_attention(reps, p0);
+  if (what == "loss" || what == "all") bench_loss(reps, p0, chunk);
+  std::printf("peak(after)=%.1f GFLOP/s\n", measure_fp32_peak_gflops(0.3));
+  return 0;
+}

@@ -1,0 +1,225 @@
+// `olmo bench step`: throughput of one training step of a preset model on random data.
+//
+//   olmo bench step --preset NAME --seq S --batch B [--steps N] [--warmup N] [--optimizer]
+//                   [--peak-seconds X] [--seed N] [--json]
+//
+// Builds the preset (padded vocab) with random init, draws random tokens (ids < 100278, targets
+// = next token, last position ignored), and times `--steps` steps of zero_grad +
+// forward_backward (+ an AdamW update with --optimizer) after `--warmup` untimed ones.
+// Reports tokens/s, achieved GFLOP/s with FLOPs per token = model::flops_per_token (ours: 6 x
+// matmul params + 12 x H x hd x average keys attended, causal/window discounted) and MFU =
+// achieved / fp32 FMA peak, where the peak is measured right before and right after the timed
+// steps with kernels::measure_fp32_peak_gflops (the machine is shared: both are printed and MFU
+// uses their mean). With --optimizer the MFU of the full step (fwd+bwd+AdamW) is reported too,
+// still counting only the model's FLOPs.
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "kernels/peak.h"
+#include "model/config.h"
+#include "model/flops.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
+
+namespace {
+
+using olmo::now_seconds;
+
+// CPU seconds (user + system) this process has used so far, all threads.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// AdamW groups as in OLMo 3: the token embedding without weight decay, the rest with 0.1;
+// consecutive tensors with the same decay are merged into one group.
+std::vector<olmo::optim::ParamGroup> param_groups(const olmo::model::Olmo3& m) {
+  auto info = m.params_info();
+  std::sort(info.begin(), info.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+  std::vector<olmo::optim::ParamGroup> g;
+  for (auto& p : info) {
+    double wd = p.is_embedding ? 0.0 : 0.1;
+    if (!g.empty() && g.back().weight_decay == wd && g.back().offset + g.back().numel == p.offset)
+      g.back().numel += p.numel;
+    else
+      g.push_back({p.offset, p.numel, wd, p.is_embedding ? "embeddings" : "default"});
+  }
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i].name == "default") g[i].name = "default" + std::to_string(i);
+  return g;
+}
+
+int run_step(int argc, char** argv) {
+  using namespace olmo::model;
+  olmo::cli::Args a(argc, argv, {"--json", "--optimizer", "--print-clock"}, 2);
+  if (a.has("--help")) {
+    std::printf(
+        "usage: olmo bench step --preset NAME --seq S --batch B [--steps N] [--warmup N]\n"
+        "                       [--optimizer] [--peak-seconds X] [--seed N] [--json]\n"
+        "                       [--print-clock]\n"
+        "Times forward+backward (and AdamW with --optimizer) of a preset model on random\n"
+        "tokens; prints tokens/s, GFLOP/s and MFU against the fp32 FMA peak measured just\n"
+        "before and after the timed steps. Threads: OMP_NUM_THREADS.\n"
+        "  --steps 3, --warmup 1, --peak-seconds 0.3, --seed 1\n"
+        "  --print-clock  print the CLOCK_MONOTONIC window of the timed steps to stderr\n"
+        "                 (for `perf record -k CLOCK_MONOTONIC` + `perf report --time`)\n");
+    return 0;
+  }
+  a.finish({"--preset", "--seq", "--batch", "--steps", "--warmup", "--optimizer",
+            "--peak-seconds", "--seed", "--json", "--print-clock"});
+  const std::string name = a.require("--preset");
+  const int64_t S = a.get_int("--seq", 2048), B = a.get_int("--batch", 1);
+  const int64_t steps = a.get_int("--steps", 3), warmup = a.get_int("--warmup", 1);
+  const double peak_s = a.get_double("--peak-seconds", 0.3);
+  const uint64_t seed = uint64_t(a.get_int("--seed", 1));
+  const bool use_opt = a.has("--optimizer"), json = a.has("--json");
+  const bool print_clock = a.has("--print-clock");
+  OLMO_CHECK(S > 0, "--seq must be positive, got ", S);
+  OLMO_CHECK(B > 0, "--batch must be positive, got ", B);
+  OLMO_CHECK(steps > 0, "--steps must be positive, got ", steps);
+  OLMO_CHECK(warmup >= 0, "--warmup must be >= 0, got ", warmup);
+  OLMO_CHECK(peak_s > 0, "--peak-seconds must be positive");
+
+  ModelConfig cfg = preset(name, true);
+  OLMO_CHECK(S <= cfg.max_seq_len, "--seq ", S, " exceeds max_seq_len ", cfg.max_seq_len,
+             " of preset '", name, "'");
+  Olmo3 m(cfg);
+  m.init_weights(seed);
+  const int64_t N = B * S;
+  std::vector<int32_t> tokens(static_cast<size_t>(N)), targets(static_cast<size_t>(N));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(std::min(cfg.vocab_size, kVocabHF) - 1));
+  for (auto& t : tokens) t = tok(rng);
+  int64_t counted = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < S; ++t) {
+      bool last = t + 1 == S;
+      targets[size_t(b * S + t)] = last ? -100 : tokens[size_t(b * S + t + 1)];
+      counted += !last;
+    }
+  std::unique_ptr<olmo::optim::AdamW> opt;
+  if (use_opt) opt = std::make_unique<olmo::optim::AdamW>(m.num_params(), param_groups(m));
+
+  const float grad_scale = 1.0f / float(std::max<int64_t>(counted, 1));
+  double loss = 0;
+  auto fwd_bwd = [&] {
+    m.zero_grad();
+    auto s = m.forward_backward(tokens.data(), targets.data(), nullptr, B, S, grad_scale, 1e-5f);
+    loss = (s.ce_sum + 1e-5 * s.z_sum) / double(std::max<int64_t>(counted, 1));
+  };
+  for (int64_t i = 0; i < warmup; ++i) {
+    fwd_bwd();
+    if (opt) opt->step(m.params(), m.grads(), 3e-4);
+  }
+  const double peak_before = olmo::kernels::measure_fp32_peak_gflops(peak_s);
+  std::vector<double> t_fb, t_opt;
+  const double cpu0 = cpu_seconds(), wall0 = now_seconds();
+  if (print_clock) std::fprintf(stderr, "timed steps begin at monotonic %.6f\n", wall0);
+  for (int64_t i = 0; i < steps; ++i) {
+    double t0 = now_seconds();
+    fwd_bwd();
+    double t1 = now_seconds();
+    t_fb.push_back(t1 - t0);
+    if (opt) {
+      opt->step(m.params(), m.grads(), 3e-4);
+      t_opt.push_back(now_seconds() - t1);
+    }
+  }
+  const double wall1 = now_seconds();
+  if (print_clock) std::fprintf(stderr, "timed steps end at monotonic %.6f\n", wall1);
+  // Share of the timed wall time our threads actually ran: well below 1 means the (shared)
+  // machine was busy with other work and the figures understate the code.
+  const double cpu_util = (cpu_seconds() - cpu0) / ((wall1 - wall0) * omp_get_max_threads());
+  const double peak_after = olmo::kernels::measure_fp32_peak_gflops(peak_s);
+  const double peak = 0.5 * (peak_before + peak_after);
+
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / double(v.size());
+  };
+  const double fpt = flops_per_token(cfg, S);
+  const double fb_s = mean(t_fb), opt_s = mean(t_opt), best_fb = *std::min_element(t_fb.begin(), t_fb.end());
+  const double tps = double(N) / fb_s, gflops = fpt * double(N) / fb_s * 1e-9;
+  const double mfu = gflops / peak;
+  const double full_s = fb_s + opt_s, full_tps = double(N) / full_s;
+  const double full_mfu = fpt * double(N) / full_s * 1e-9 / peak;
+
+  if (json) {
+    nlohmann::json j;
+    j["preset"] = name;
+    j["seq"] = S;
+    j["batch"] = B;
+    j["tokens_per_step"] = N;
+    j["threads"] = omp_get_max_threads();
+    j["steps"] = steps;
+    j["warmup"] = warmup;
+    j["flops_per_token"] = fpt;
+    j["fwd_bwd_seconds"] = t_fb;
+    j["fwd_bwd_seconds_mean"] = fb_s;
+    j["tokens_per_second"] = tps;
+    j["gflops"] = gflops;
+    j["peak_gflops_before"] = peak_before;
+    j["peak_gflops_after"] = peak_after;
+    j["peak_gflops"] = peak;
+    j["mfu"] = mfu;
+    j["cpu_utilisation"] = cpu_util;
+    j["loss"] = loss;
+    if (opt) {
+      j["optimizer_seconds"] = t_opt;
+      j["optimizer_seconds_mean"] = opt_s;
+      j["full_step_tokens_per_second"] = full_tps;
+      j["full_step_mfu"] = full_mfu;
+    }
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("bench step: %s seq=%lld batch=%lld (%lld tokens/step), %d threads\n",
+                name.c_str(), (long long)S, (long long)B, (long long)N, omp_get_max_threads());
+    std::printf("  flops/token      %.4g (ours: causal/window-discounted attention)\n", fpt);
+    std::printf("  fwd+bwd          %.3f s/step mean, %.3f s best over %lld steps (loss %.4f)\n",
+                fb_s, best_fb, (long long)steps, loss);
+    std::printf("  tokens/s         %.1f\n", tps);
+    std::printf("  GFLOP/s          %.1f\n", gflops);
+    std::printf("  peak GFLOP/s     %.1f before, %.1f after (mean %.1f)\n", peak_before,
+                peak_after, peak);
+    std::printf("  MFU              %.1f%%\n", 100 * mfu);
+    std::printf("  CPU utilisation  %.0f%% of %d threads x wall during the timed steps\n",
+                100 * cpu_util, omp_get_max_threads());
+    if (opt) {
+      std::printf("  AdamW            %.3f s/step\n", opt_s);
+      std::printf("  full step        %.3f s, %.1f tokens/s, MFU %.1f%%\n", full_s, full_tps,
+                  100 * full_mfu);
+    }
+  }
+  return 0;
+}
+
+int run_bench(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::printf(
+        "usage: olmo bench step --preset NAME --seq S --batch B [...]   (olmo bench step --help)\n");
+    return argc < 2 ? 1 : 0;
+  }
+  const std::string sub = argv[1];
+  if (sub == "step") return run_step(argc, argv);
+  throw olmo::Error(olmo::cat("unknown bench '", sub, "' (available: step)"));
+}
+
+}  // namespace
+
+OLMO_COMMAND("bench", "training-step throughput, GFLOP/s and MFU against the measured peak",
+             run_bench);

@@ -1,0 +1,110 @@
+// `olmo info`: parameter counts, training FLOPs per token and the training memory plan of a
+// preset (or of an HF config.json), as text or JSON.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "args.h"
+#include "command.h"
+#include "model/config.h"
+#include "model/flops.h"
+
+namespace {
+
+std::string commas(int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v), r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) r += ',';
+    r += s[i];
+  }
+  return v < 0 ? "-" + r : r;
+}
+double gib(int64_t b) { return double(b) / double(1ll << 30); }
+
+int run_info(int argc, char** argv) {
+  using namespace olmo::model;
+  olmo::cli::Args a(argc, argv, {"--json"});
+  if (a.has("--help")) {
+    std::printf(
+        "usage: olmo info (--preset NAME | --config config.json) [--vocab hf|padded] [--seq S]\n"
+        "                 [--batch B] [--json]\n"
+        "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
+        "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan.\n"
+        "  --vocab   padded (100352, default) or hf (100278); presets only\n"
+        "  --seq     sequence length for FLOPs/activations (default: the model's max_seq_len)\n"
+        "  --batch   micro-batch size (sequences) for the activation memory (default 1)\n"
+        "presets:");
+    for (auto& n : preset_names()) std::printf(" %s", n.c_str());
+    std::printf("\n");
+    return 0;
+  }
+  a.finish({"--preset", "--config", "--vocab", "--seq", "--batch", "--json"});
+  OLMO_CHECK(a.has("--preset") != a.has("--config"), "give exactly one of --preset, --config");
+  std::string vocab = a.get("--vocab", "padded");
+  OLMO_CHECK(vocab == "padded" || vocab == "hf", "--vocab must be 'hf' or 'padded', got '",
+             vocab, "'");
+  ModelConfig c = a.has("--preset") ? preset(a.get("--preset"), vocab == "padded")
+                                    : config_from_hf_json(a.get("--config"));
+  const int64_t S = a.get_int("--seq", c.max_seq_len);
+  const int64_t mb = a.get_int("--batch", 1);
+  OLMO_CHECK(S > 0, "--seq must be positive");
+  OLMO_CHECK(mb > 0, "--batch must be positive");
+  ParamCounts p = count_params(c);
+  const double f = flops_per_token(c, S), fo = olmo_core_flops_per_token(c, S);
+  MemoryPlan m = memory_plan(c, S, mb);
+  int64_t full = 0;
+  for (int64_t w : c.layer_window) full += w == 0;
+
+  if (a.has("--json")) {
+    nlohmann::json j;
+    j["model"] = c.name;
+    j["d_model"] = c.d_model, j["n_layers"] = c.n_layers, j["n_heads"] = c.n_heads;
+    j["n_kv_heads"] = c.n_kv_heads, j["head_dim"] = c.head_dim, j["ffn_hidden"] = c.ffn_hidden;
+    j["vocab_size"] = c.vocab_size, j["layer_window"] = c.layer_window;
+    j["seq_len"] = S;
+    j["params_total"] = p.total;
+    j["params_non_embedding"] = p.non_embedding;
+    j["params_embedding"] = p.embedding;
+    j["params_lm_head"] = p.lm_head;
+    j["params_per_layer"] = p.per_layer;
+    j["flops_per_token"] = f;
+    j["olmo_core_flops_per_token"] = fo;
+    j["memory"] = {{"weights_bytes", m.weights},
+                   {"grads_bytes", m.grads},
+                   {"adam_moments_bytes", m.adam_moments},
+                   {"activations_bytes_per_token", m.activations_per_token},
+                   {"scratch_bytes_per_token", m.scratch_per_token},
+                   {"micro_batch_tokens", m.micro_batch_tokens},
+                   {"activations_bytes", m.activations},
+                   {"total_bytes", m.total}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s: d_model %lld, %lld layers (%lld full attention, %lld sliding), heads %lld"
+              " / kv %lld, head_dim %lld, ffn %lld, vocab %lld\n",
+              c.name.c_str(), (long long)c.d_model, (long long)c.n_layers, (long long)full,
+              (long long)(c.n_layers - full), (long long)c.n_heads, (long long)c.n_kv_heads,
+              (long long)c.head_dim, (long long)c.ffn_hidden, (long long)c.vocab_size);
+  std::printf("params_total          %s\n", commas(p.total).c_str());
+  std::printf("params_non_embedding  %s   (total - input embedding, OLMo-core's definition)\n",
+              commas(p.non_embedding).c_str());
+  std::printf("  embedding %s, lm_head %s, per layer %s, final norm %s\n",
+              commas(p.embedding).c_str(), commas(p.lm_head).c_str(),
+              commas(p.per_layer).c_str(), commas(p.final_norm).c_str());
+  std::printf("flops_per_token       %.4e   (ours at seq %lld: 6 x matmul params + 12 x H x hd x "
+              "avg keys attended, + 6 x lm_head)\n", f, (long long)S);
+  std::printf("olmo_core_flops       %.4e   (OLMo-core: 6 N_non_embedding + 12 L H hd S)\n", fo);
+  std::printf("memory plan (fp32, seq %lld x micro-batch %lld):\n", (long long)S, (long long)mb);
+  std::printf("  weights %.2f GiB, grads %.2f GiB, AdamW moments %.2f GiB\n", gib(m.weights),
+              gib(m.grads), gib(m.adam_moments));
+  std::printf("  activations %s bytes/token stored + %s bytes/token scratch = %.2f GiB per "
+              "micro-batch\n", commas(m.activations_per_token).c_str(),
+              commas(m.scratch_per_token).c_str(), gib(m.activations));
+  std::printf("  total %.2f GiB\n", gib(m.total));
+  return 0;
+}
+
+}  // namespace
+
+OLMO_COMMAND("info", "parameter counts, FLOPs per token and memory plan of a model", run_info);

@@ -1,0 +1,138 @@
+// `olmo logits`: run an HF-format OLMo 3 model directory on token sequences.
+// Input: one sequence of whitespace-separated token ids per line (blank lines skipped).
+// Output (--out): fp32 little-endian logits, each sequence's [len x vocab] block in file order;
+// for sequences of equal length this is exactly [sequences x positions x vocab]. Each sequence
+// is run on its own (batch 1), so lengths may differ.
+// --loss: instead print the mean next-token cross-entropy of each sequence (no z-loss).
+// --grads G: run all sequences as one batch (equal lengths required) and write the gradient of
+// the batch's mean next-token loss (+ z_coef * mean z-loss, --z-loss, default 0) w.r.t. every
+// parameter to G as fp32 safetensors under HF names; prints the batch loss.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "model/hf_io.h"
+#include "model/safetensors.h"
+
+namespace {
+
+std::vector<std::vector<int32_t>> read_tokens(const std::string& path, int64_t V) {
+  OLMO_CHECK(olmo::file_exists(path), path, ": token file not found");
+  std::istringstream in(olmo::read_file(path));
+  std::vector<std::vector<int32_t>> seqs;
+  std::string line, w;
+  for (int64_t ln = 1; std::getline(in, line); ++ln) {
+    std::istringstream ls(line);
+    std::vector<int32_t> s;
+    while (ls >> w) {
+      size_t used = 0;
+      long long v = -1;
+      try {
+        v = std::stoll(w, &used);
+      } catch (...) {
+        used = 0;
+      }
+      OLMO_CHECK(used == w.size(), path, ":", ln, ": '", w, "' is not a token id");
+      OLMO_CHECK(v >= 0 && v < V, path, ":", ln, ": token id ", v, " outside the vocabulary [0, ",
+                 V, ")");
+      s.push_back(int32_t(v));
+    }
+    if (!s.empty()) seqs.push_back(std::move(s));
+  }
+  OLMO_CHECK(!seqs.empty(), path, ": no token sequences");
+  return seqs;
+}
+
+int run_logits(int argc, char** argv) {
+  olmo::cli::Args a(argc, argv, {"--loss"});
+  if (a.has("--help")) {
+    std::printf(
+        "usage: olmo logits --model DIR --tokens FILE (--out OUT | --loss)\n"
+        "  DIR    HF model directory: config.json + model.safetensors (or sharded index)\n"
+        "  FILE   one sequence of whitespace-separated token ids per line\n"
+        "  OUT    fp32 little-endian logits: each sequence's [len x vocab] in order\n"
+        "         (= [sequences x positions x vocab] when all lengths are equal)\n"
+        "  --loss print the mean next-token loss of each sequence instead\n"
+        "  --grads G   write d(mean loss)/d(params) of the whole batch (equal lengths) to G\n"
+        "              (fp32 safetensors, HF names); --z-loss C adds C * mean z-loss\n");
+    return 0;
+  }
+  a.finish({"--model", "--tokens", "--out", "--loss", "--grads", "--z-loss"});
+  const std::string dir = a.require("--model"), tok = a.require("--tokens");
+  const bool loss = a.has("--loss");
+  OLMO_CHECK(loss || a.has("--out") || a.has("--grads"), "give --out OUT (logits), --loss or --grads G");
+  olmo::model::Olmo3 m = olmo::model::load_hf(dir);
+  const int64_t V = m.config().vocab_size;
+  auto seqs = read_tokens(tok, V);
+  for (size_t i = 0; i < seqs.size(); ++i)
+    OLMO_CHECK(int64_t(seqs[i].size()) <= m.config().max_seq_len, tok, ": sequence ", i + 1,
+               " has ", seqs[i].size(), " tokens, more than max_position_embeddings ",
+               m.config().max_seq_len, " of ", dir);
+  if (a.has("--grads")) {
+    const int64_t B = int64_t(seqs.size()), T = int64_t(seqs[0].size());
+    std::vector<int32_t> ids, tgt;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      OLMO_CHECK(int64_t(seqs[i].size()) == T, tok, ": --grads needs sequences of equal length; "
+                 "sequence 1 has ", T, " tokens, sequence ", i + 1, " has ", seqs[i].size());
+      for (int64_t t = 0; t < T; ++t) {
+        ids.push_back(seqs[i][t]);
+        tgt.push_back(t + 1 < T ? seqs[i][t + 1] : olmo::kernels::kIgnoreIndex);
+      }
+    }
+    const float z = float(a.get_double("--z-loss", 0.0));
+    auto r0 = m.forward_loss(ids.data(), tgt.data(), nullptr, B, T, z);
+    OLMO_CHECK(r0.count > 0, tok, ": no next-token targets (sequences need 2+ tokens)");
+    m.zero_grad();
+    auto r = m.forward_backward(ids.data(), tgt.data(), nullptr, B, T, 1.0f / float(r0.count), z);
+    olmo::model::SafetensorsWriter w;
+    for (const auto& p : m.params_info())
+      w.add(p.name, olmo::model::DType::F32, p.shape, m.grads() + p.offset);
+    w.write(a.get("--grads"));
+    std::printf("batch loss %.8f (ce %.8f, z %.8f, tokens %lld)\n",
+                (r.ce_sum + z * r.z_sum) / double(r.count), r.ce_sum / double(r.count),
+                r.z_sum / double(r.count), (long long)r.count);
+  }
+  if (loss) {
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const auto& s = seqs[i];
+      std::vector<int32_t> tgt(s.size(), olmo::kernels::kIgnoreIndex);
+      for (size_t t = 0; t + 1 < s.size(); ++t) tgt[t] = s[t + 1];
+      auto r = m.forward_loss(s.data(), tgt.data(), nullptr, 1, int64_t(s.size()), 0.0f);
+      if (r.count == 0)
+        std::printf("sequence %zu: tokens %zu loss n/a (needs 2+ tokens)\n", i + 1, s.size());
+      else
+        std::printf("sequence %zu: tokens %zu loss %.8f\n", i + 1, s.size(),
+                    r.ce_sum / double(r.count));
+    }
+    return 0;
+  }
+  if (!a.has("--out")) return 0;
+  const std::string out = a.get("--out");
+  const std::string tmp = out + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  OLMO_CHECK(f, out, ": cannot create: ", std::strerror(errno));
+  std::vector<float> logits;
+  bool ok = true;
+  for (const auto& s : seqs) {
+    logits.resize(s.size() * size_t(V));
+    m.forward_logits(s.data(), 1, int64_t(s.size()), logits.data());
+    ok = ok && std::fwrite(logits.data(), 4, logits.size(), f) == logits.size();
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), out.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw olmo::Error(olmo::cat(out, ": write failed: ", std::strerror(errno)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+OLMO_COMMAND("logits", "run an HF-format model on token sequences: logits or loss", run_logits);

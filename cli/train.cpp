@@ -1,0 +1,132 @@
+// `olmo train CONFIG [key=value ...] [--dry-run]`: trains (or resumes) the run a YAML config
+// describes; --dry-run prints the resolved config, the parameter count, the memory plan and the
+// number of steps without touching data or the run dir.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "command.h"
+#include "core/error.h"
+#include "data/fsl_dataset.h"
+#include "eval/lm_evaluator.h"
+#include "model/flops.h"
+#include "train/callbacks.h"
+#include "train/config.h"
+#include "train/model_setup.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string commas(int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v), r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) r += ',';
+    r += s[i];
+  }
+  return v < 0 ? "-" + r : r;
+}
+double gib(int64_t b) { return double(b) / double(1ll << 30); }
+
+void dry_run(const olmo::train::Config& c) {
+  using namespace olmo;
+  train::validate(c, false);
+  model::ModelConfig mc = train::model_config(c, /*allow_unsupported=*/true);
+  std::printf("# resolved config (");
+  for (size_t i = 0; i < c.files.size(); ++i) std::printf("%s%s", i ? " <- " : "", c.files[i].c_str());
+  std::printf(")\n%s\n", train::to_yaml(c).c_str());
+
+  model::ParamCounts pc = model::count_params(mc);
+  std::printf("# model %s: d_model %lld, %lld layers, %lld/%lld heads of %lld, ffn %lld, vocab %lld\n",
+              mc.name.c_str(), (long long)mc.d_model, (long long)mc.n_layers, (long long)mc.n_heads,
+              (long long)mc.n_kv_heads, (long long)mc.head_dim, (long long)mc.ffn_hidden,
+              (long long)mc.vocab_size);
+  std::printf("layer windows (0 = full):");
+  for (auto w : mc.layer_window) std::printf(" %lld", (long long)w);
+  std::printf("\nparameters: %s total, %s embedding, %s non-embedding\n", commas(pc.total).c_str(),
+              commas(pc.embedding).c_str(), commas(pc.non_embedding).c_str());
+  std::printf("training FLOPs/token at seq %lld: %.4g (ours), %.4g (OLMo-core 6N+12LHdS)\n",
+              (long long)c.data.seq_len, model::flops_per_token(mc, c.data.seq_len),
+              model::olmo_core_flops_per_token(mc, c.data.seq_len));
+
+  int64_t micro = c.data.micro_batch_tokens / c.data.seq_len;
+  model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro);
+  std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens)\n",
+              (long long)micro, (long long)c.data.seq_len);
+  std::printf("weights %.3f GiB, grads %.3f GiB, AdamW moments %.3f GiB, activations %.3f GiB, "
+              "total %.3f GiB\n",
+              gib(mp.weights), gib(mp.grads), gib(mp.adam_moments), gib(mp.activations),
+              gib(mp.total));
+
+  int64_t bpe = 0;
+  std::string data_note;
+  if (!c.data.mix.empty() && fs::exists(c.data.mix)) {
+    try {
+      data::FslOptions opt;
+      opt.validate = false;
+      data::FslDataset ds(eval::expand_token_paths(c.data.mix), c.data.seq_len,
+                          uint32_t(mc.vocab_size), opt);
+      bpe = ds.size() / train::batch_instances(c);
+      data_note = cat(commas(ds.size()), " instances, ", commas(bpe), " batches per epoch");
+    } catch (const Error& e) {
+      data_note = cat("cannot open: ", e.what());
+    }
+  } else {
+    data_note = cat("data.mix not found (", c.data.mix, "): needed to train");
+  }
+  int64_t G = train::batch_instances(c), t_max = train::schedule_steps(c),
+          run = train::run_steps(c, bpe);
+  std::printf("# steps\n");
+  std::printf("global batch: %lld instances x %lld = %s tokens; %lld micro-batches of %lld "
+              "instances per process x %lld processes\n",
+              (long long)G, (long long)c.data.seq_len, commas(c.data.global_batch_tokens).c_str(),
+              (long long)train::micro_batches(c), (long long)micro, (long long)c.data.processes);
+  std::printf("schedule %s: t_max %s steps (%s tokens)\n", c.scheduler.name.c_str(),
+              commas(t_max).c_str(), commas(t_max * c.data.global_batch_tokens).c_str());
+  std::printf("this run: %s steps = %s tokens%s\n", commas(run).c_str(),
+              commas(run * c.data.global_batch_tokens).c_str(),
+              c.trainer.hard_stop_epochs > 0 && bpe == 0 ? " (epoch hard stop needs the data)" : "");
+  std::printf("data: %s\n", data_note.c_str());
+  if (!c.trainer.load_path.empty())
+    std::printf("start from: %s (optimizer state %s, trainer state %s)%s\n",
+                c.trainer.load_path.c_str(), c.trainer.load_optim_state ? "loaded" : "fresh",
+                c.trainer.load_trainer_state ? "loaded" : "reset",
+                fs::exists(c.trainer.load_path) ? "" : " [not found: needed to train]");
+  if (c.model.yarn_factor > 0)
+    std::printf("note: YaRN RoPE scaling (factor %g) is configured; the model does not compute it "
+                "yet, so this config runs only with --dry-run\n", c.model.yarn_factor);
+}
+
+int run_train(int argc, char** argv) {
+  using namespace olmo;
+  cli::Args a(argc, argv, {"--dry-run"});
+  if (a.has("--help") || a.positional().empty()) {
+    std::printf(
+        "usage: olmo train CONFIG.yaml [key=value ...] [--dry-run]\n"
+        "Trains the run described by CONFIG (configs/*.yaml); key=value overrides any field\n"
+        "(dotted keys, YAML values: optim.lr=1e-3 model.window_pattern=[64,64,64,-1]).\n"
+        "A run dir holding a complete checkpoint is resumed from the newest one.\n"
+        "  --dry-run   print the resolved config, parameters, memory plan and steps; no training\n");
+    return a.has("--help") ? 0 : 1;
+  }
+  a.finish({"--dry-run"});
+  std::vector<std::string> overrides(a.positional().begin() + 1, a.positional().end());
+  train::Config c = train::load_config(a.positional()[0], overrides);
+  if (a.has("--dry-run")) {
+    dry_run(c);
+    return 0;
+  }
+  train::Trainer t(c);
+  train::add_default_callbacks(t);
+  t.fit();
+  std::printf("train: done at step %lld (%s tokens seen); run dir %s\n", (long long)t.step(),
+              commas(t.tokens_seen()).c_str(), t.run_dir().c_str());
+  return 0;
+}
+
+OLMO_COMMAND("train", "train / resume a model from a YAML config (configs/*.yaml)", run_train);
+
+}  // namespace

@@ -1,0 +1,137 @@
+// Checkpoint directory format (one writer today; a sharded writer / resharding reader later).
+//
+// Layout of RUN_DIR/stepN/ (written as RUN_DIR/stepN-tmp/, then renamed atomically):
+//   tensors-00000.bin   raw little-endian tensor bytes, each tensor 64-byte aligned
+//   state.json          the JSON sections: {"trainer": {...}, "loader": {...}, ...}
+//   index.json          {"format":"olmo.cpp-checkpoint","version":1,"step":N,
+//                        "files":{"state.json":{"nbytes","checksum"}},
+//                        "tensors":[{"name","dtype","global_shape","offset","local_shape",
+//                                    "file","byte_offset","nbytes","checksum"}]}
+//   COMMITTED           marker written last: {"step":N,"index_checksum":"<hex64 of index.json>"}
+// Checksums are core/hash.h hash64 (XXH3-64, seed 0) as 16 hex digits. A tensor entry is one
+// piece of a global tensor: `offset` is where its local block starts in the global tensor
+// (all zeros for an unsharded tensor); a name may appear several times (shards). Every file
+// and both directories are fsynced before and after the rename. Directories not named exactly
+// stepN (e.g. stepN-tmp) are never read. dtypes: f32 f64 i64 i32 u64 u32 u8.
+// Errors: olmo::Error naming the checkpoint dir, the file and the tensor/key.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace olmo::ckpt {
+
+enum class DType { f32, f64, i64, i32, u64, u32, u8 };
+const char* dtype_name(DType d);
+size_t dtype_size(DType d);
+DType dtype_from_name(const std::string& s);  // throws olmo::Error on an unknown name
+
+struct TensorEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> global_shape, offset, local_shape;
+  std::string file;
+  uint64_t byte_offset = 0, nbytes = 0, checksum = 0;
+};
+
+class CheckpointWriter {
+ public:
+  // Creates run_dir (if missing) and run_dir/stepN-tmp (a stale one is removed first).
+  CheckpointWriter(const std::string& run_dir, int64_t step);
+  // Not committed => the tmp dir is removed; earlier checkpoints are never touched.
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Writes the tensor bytes now (no copy kept). local_shape defaults to global_shape, offset to
+  // zeros; the block must lie inside the global shape. Throws on I/O failure (names the file).
+  void add_tensor(const std::string& name, const float* data, std::vector<int64_t> global_shape,
+                  std::vector<int64_t> offset = {}, std::vector<int64_t> local_shape = {});
+  void add_tensor(const std::string& name, const int64_t* data, std::vector<int64_t> global_shape,
+                  std::vector<int64_t> offset = {}, std::vector<int64_t> local_shape = {});
+  void add_tensor(const std::string& name, const uint8_t* data, std::vector<int64_t> global_shape,
+                  std::vector<int64_t> offset = {}, std::vector<int64_t> local_shape = {});
+  void add_raw(const std::string& name, DType dtype, const void* data,
+               std::vector<int64_t> global_shape, std::vector<int64_t> offset = {},
+               std::vector<int64_t> local_shape = {});
+
+  // A JSON section (key unique). Stored in state.json.
+  void add_json(const std::string& key, const nlohmann::json& value);
+
+  // Writes state.json, index.json, COMMITTED, fsyncs, renames stepN-tmp -> stepN (an existing
+  // stepN is replaced only after the new one is complete), fsyncs run_dir. Returns run_dir/stepN.
+  std::string commit();
+
+  const std::string& tmp_dir() const { return tmp_dir_; }
+
+ private:
+  void write_bytes(const void* p, size_t n);
+  std::string run_dir_, tmp_dir_, final_dir_, data_file_;
+  int64_t step_;
+  int fd_ = -1;
+  uint64_t pos_ = 0;
+  bool committed_ = false;
+  std::vector<TensorEntry> tensors_;
+  nlohmann::json sections_ = nlohmann::json::object();
+};
+
+class CheckpointReader {
+ public:
+  // Reads and checks COMMITTED, index.json (checksum, format) and state.json (checksum), and that
+  // every data file is large enough for its tensors. Tensor checksums are checked on read (or all
+  // at once by verify()).
+  explicit CheckpointReader(const std::string& dir);
+
+  // Hashes every tensor; throws naming file and tensor on the first mismatch.
+  void verify() const;
+
+  int64_t step() const { return step_; }
+  const std::string& dir() const { return dir_; }
+  bool has_tensor(const std::string& name) const;
+  bool has_json(const std::string& key) const;
+  const std::vector<TensorEntry>& tensors() const { return tensors_; }
+  // Global shape of a tensor (throws if absent).
+  std::vector<int64_t> shape(const std::string& name) const;
+
+  // Whole global tensor into out; expected_shape must equal the stored global shape and the
+  // dtype must match (errors name both). Pieces are assembled and checksum-verified.
+  void read_tensor(const std::string& name, float* out, const std::vector<int64_t>& expected_shape) const;
+  void read_tensor(const std::string& name, int64_t* out, const std::vector<int64_t>& expected_shape) const;
+  void read_tensor(const std::string& name, uint8_t* out, const std::vector<int64_t>& expected_shape) const;
+  // Resharding read: the block [offset, offset+local_shape) of the global tensor, row-major,
+  // assembled from whatever pieces cover it (throws if not fully covered).
+  void read_slice(const std::string& name, DType dtype, void* out, const std::vector<int64_t>& offset,
+                  const std::vector<int64_t>& local_shape) const;
+
+  // A JSON section; throws olmo::Error naming the key and dir when absent.
+  const nlohmann::json& json(const std::string& key) const;
+
+ private:
+  std::string dir_;
+  int64_t step_ = 0;
+  std::vector<TensorEntry> tensors_;
+  nlohmann::json sections_;
+};
+
+// Newest RUN_DIR/stepN that loads and verifies completely; a corrupt or incomplete newer one is
+// reported (to *warnings if given, else to stderr as "warning: ...") and skipped. nullopt if none.
+std::optional<std::string> latest_complete(const std::string& run_dir,
+                                           std::vector<std::string>* warnings = nullptr);
+
+// Steps of the committed (COMMITTED marker present) stepN dirs in run_dir, ascending.
+std::vector<int64_t> list_checkpoints(const std::string& run_dir);
+
+// Keeps the n newest committed stepN dirs, deletes older stepN dirs (committed or not) and
+// leftover stepN-tmp dirs older than the newest kept. n >= 1.
+void keep_last(const std::string& run_dir, int n);
+
+// Test hook: called before every data write with (file, bytes about to be written); returning
+// false makes that write fail like ENOSPC. nullptr (default) disables it.
+void set_write_fault_hook(std::function<bool(const std::string& file, size_t nbytes)> hook);
+
+}  // namespace olmo::ckpt

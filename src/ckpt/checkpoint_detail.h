@@ -1,0 +1,116 @@
+// Internal helpers shared by the checkpoint writer, reader and run-dir housekeeping (not part of
+// the public API): format constants, fault-injectable writes, JSON/checksum parsing, stepN names.
+#pragma once
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace olmo::ckpt::detail {
+
+inline constexpr const char* kFormat = "olmo.cpp-checkpoint";
+inline constexpr int kVersion = 1;
+inline constexpr const char* kDataFile = "tensors-00000.bin";
+inline constexpr const char* kMarker = "COMMITTED";
+inline constexpr uint64_t kAlign = 64;
+
+inline std::function<bool(const std::string&, size_t)>& fault_hook() {
+  static std::function<bool(const std::string&, size_t)> h;
+  return h;
+}
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+inline int64_t numel_of(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// write() all of [p, p+n) to fd, honouring the fault hook; throws naming `path`.
+inline void write_all(int fd, const std::string& path, const void* p, size_t n) {
+  if (fault_hook() && !fault_hook()(path, n))
+    throw Error(cat(path, ": write failed: ", std::strerror(ENOSPC), " (injected fault)"));
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, std::min<size_t>(n, size_t(1) << 30));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw Error(cat(path, ": write failed: ", std::strerror(w < 0 ? errno : EIO)));
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+inline void write_whole_file(const std::string& path, const std::string& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  OLMO_CHECK(fd >= 0, path, ": cannot create: ", std::strerror(errno));
+  try {
+    write_all(fd, path, data.data(), data.size());
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::fsync(fd) != 0) {
+    const std::string e = std::strerror(errno);
+    ::close(fd);
+    throw Error(cat(path, ": fsync failed: ", e));
+  }
+  OLMO_CHECK(::close(fd) == 0, path, ": close failed: ", std::strerror(errno));
+}
+
+// fsync a directory, throwing on failure (core's fsync_dir is best effort).
+inline void fsync_dir_checked(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  OLMO_CHECK(fd >= 0, dir, ": cannot open directory for fsync: ", std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  OLMO_CHECK(rc == 0, dir, ": fsync failed: ", std::strerror(err));
+}
+
+inline nlohmann::json parse_json_file(const std::string& path, const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(path, ": invalid JSON: ", e.what()));
+  }
+}
+
+inline uint64_t parse_hex64(const std::string& s, const std::string& where) {
+  OLMO_CHECK(s.size() == 16 && s.find_first_not_of("0123456789abcdef") == std::string::npos, where,
+             ": bad checksum string '", s, "'");
+  return std::stoull(s, nullptr, 16);
+}
+
+// Parses "stepN" (exactly) into N.
+inline std::optional<int64_t> step_of(const std::string& name) {
+  static const std::regex re("^step([0-9]{1,18})$");
+  std::smatch m;
+  if (!std::regex_match(name, m, re)) return std::nullopt;
+  return std::stoll(m[1].str());
+}
+
+inline std::optional<int64_t> tmp_step_of(const std::string& name) {
+  static const std::regex re("^step([0-9]{1,18})-(old-)?tmp$");
+  std::smatch m;
+  if (!std::regex_match(name, m, re)) return std::nullopt;
+  return std::stoll(m[1].str());
+}
+
+
+}  // namespace olmo::ckpt::detail

@@ -1,0 +1,172 @@
+// CheckpointWriter: streams tensors into stepN-tmp/, then index, marker, fsync and atomic rename.
+#include "ckpt/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "ckpt/checkpoint_detail.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/hash.h"
+
+namespace fs = std::filesystem;
+
+namespace olmo::ckpt {
+
+using namespace detail;
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+CheckpointWriter::CheckpointWriter(const std::string& run_dir, int64_t step) : run_dir_(run_dir), step_(step) {
+  OLMO_CHECK(step >= 0, "checkpoint step must be >= 0, got ", step);
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  OLMO_CHECK(!ec && fs::is_directory(run_dir), "run dir ", run_dir, ": cannot create directory: ",
+             ec ? ec.message() : "exists and is not a directory");
+  tmp_dir_ = cat(run_dir, "/step", step, "-tmp");
+  final_dir_ = cat(run_dir, "/step", step);
+  fs::remove_all(tmp_dir_, ec);
+  OLMO_CHECK(!ec, tmp_dir_, ": cannot remove stale temporary checkpoint: ", ec.message());
+  fs::create_directory(tmp_dir_, ec);
+  OLMO_CHECK(!ec, tmp_dir_, ": cannot create checkpoint directory: ", ec.message());
+  data_file_ = cat(tmp_dir_, "/", kDataFile);
+  fd_ = ::open(data_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const std::string e = std::strerror(errno);
+    fs::remove_all(tmp_dir_, ec);
+    throw Error(cat(data_file_, ": cannot create: ", e));
+  }
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(tmp_dir_, ec);  // best effort; a leftover stepN-tmp is ignored by readers
+  }
+}
+
+void CheckpointWriter::write_bytes(const void* p, size_t n) {
+  OLMO_CHECK(fd_ >= 0, data_file_, ": writer already committed or failed");
+  write_all(fd_, data_file_, p, n);
+  pos_ += n;
+}
+
+void CheckpointWriter::add_raw(const std::string& name, DType dtype, const void* data,
+                               std::vector<int64_t> global_shape, std::vector<int64_t> offset,
+                               std::vector<int64_t> local_shape) {
+  const std::string where = cat("checkpoint ", tmp_dir_, ": tensor '", name, "'");
+  OLMO_CHECK(!name.empty(), "checkpoint ", tmp_dir_, ": empty tensor name");
+  if (offset.empty()) offset.assign(global_shape.size(), 0);
+  if (local_shape.empty()) local_shape = global_shape;
+  OLMO_CHECK(offset.size() == global_shape.size() && local_shape.size() == global_shape.size(), where,
+             ": offset ", shape_str(offset), " / local shape ", shape_str(local_shape),
+             " rank differs from global shape ", shape_str(global_shape));
+  for (size_t d = 0; d < global_shape.size(); ++d)
+    OLMO_CHECK(global_shape[d] >= 0 && offset[d] >= 0 && local_shape[d] >= 0 &&
+                   offset[d] + local_shape[d] <= global_shape[d],
+               where, ": block offset ", shape_str(offset), " + local shape ", shape_str(local_shape),
+               " outside global shape ", shape_str(global_shape));
+  for (const TensorEntry& t : tensors_)
+    OLMO_CHECK(!(t.name == name && t.offset == offset), where, ": added twice");
+  const uint64_t nbytes = static_cast<uint64_t>(numel_of(local_shape)) * dtype_size(dtype);
+  OLMO_CHECK(nbytes == 0 || data != nullptr, where, ": null data");
+  if (pos_ % kAlign) {
+    static const char zeros[kAlign] = {0};
+    write_bytes(zeros, kAlign - pos_ % kAlign);
+  }
+  TensorEntry e;
+  e.name = name;
+  e.dtype = dtype;
+  e.global_shape = std::move(global_shape);
+  e.offset = std::move(offset);
+  e.local_shape = std::move(local_shape);
+  e.file = kDataFile;
+  e.byte_offset = pos_;
+  e.nbytes = nbytes;
+  e.checksum = hash64(data, nbytes);
+  write_bytes(data, nbytes);
+  tensors_.push_back(std::move(e));
+}
+
+void CheckpointWriter::add_tensor(const std::string& name, const float* data, std::vector<int64_t> g,
+                                  std::vector<int64_t> o, std::vector<int64_t> l) {
+  add_raw(name, DType::f32, data, std::move(g), std::move(o), std::move(l));
+}
+void CheckpointWriter::add_tensor(const std::string& name, const int64_t* data, std::vector<int64_t> g,
+                                  std::vector<int64_t> o, std::vector<int64_t> l) {
+  add_raw(name, DType::i64, data, std::move(g), std::move(o), std::move(l));
+}
+void CheckpointWriter::add_tensor(const std::string& name, const uint8_t* data, std::vector<int64_t> g,
+                                  std::vector<int64_t> o, std::vector<int64_t> l) {
+  add_raw(name, DType::u8, data, std::move(g), std::move(o), std::move(l));
+}
+
+void CheckpointWriter::add_json(const std::string& key, const nlohmann::json& value) {
+  OLMO_CHECK(!key.empty(), "checkpoint ", tmp_dir_, ": empty JSON section key");
+  OLMO_CHECK(!sections_.contains(key), "checkpoint ", tmp_dir_, ": JSON section '", key, "' added twice");
+  sections_[key] = value;
+}
+
+std::string CheckpointWriter::commit() {
+  OLMO_CHECK(!committed_ && fd_ >= 0, "checkpoint ", tmp_dir_, ": commit() called twice or after a failure");
+  // 1. Data file durable.
+  if (::fsync(fd_) != 0) throw Error(cat(data_file_, ": fsync failed: ", std::strerror(errno)));
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  OLMO_CHECK(rc == 0, data_file_, ": close failed: ", std::strerror(errno));
+  // 2. JSON sections.
+  std::string state;
+  try {
+    state = sections_.dump(1);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat("checkpoint ", tmp_dir_, ": JSON sections cannot be serialised: ", e.what()));
+  }
+  write_whole_file(tmp_dir_ + "/state.json", state);
+  // 3. Index.
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const TensorEntry& t : tensors_)
+    tensors.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"global_shape", t.global_shape},
+                       {"offset", t.offset}, {"local_shape", t.local_shape}, {"file", t.file},
+                       {"byte_offset", t.byte_offset}, {"nbytes", t.nbytes}, {"checksum", hex64(t.checksum)}});
+  nlohmann::json index = {
+      {"format", kFormat}, {"version", kVersion}, {"step", step_},
+      {"files", {{"state.json", {{"nbytes", state.size()}, {"checksum", hex64(hash64(state.data(), state.size()))}}},
+                 {kDataFile, {{"nbytes", pos_}}}}},
+      {"tensors", tensors}};
+  const std::string index_text = index.dump(1);
+  write_whole_file(tmp_dir_ + "/index.json", index_text);
+  // 4. Marker last, then the directory itself.
+  const nlohmann::json marker = {{"step", step_}, {"index_checksum", hex64(hash64(index_text.data(), index_text.size()))}};
+  write_whole_file(cat(tmp_dir_, "/", kMarker), marker.dump() + "\n");
+  fsync_dir_checked(tmp_dir_);
+  // 5. Atomic publish. An existing stepN (re-save of the same step) is moved aside first and
+  // deleted only after the new one is in place.
+  std::error_code ec;
+  std::string old;
+  if (fs::exists(final_dir_, ec)) {
+    old = cat(run_dir_, "/step", step_, "-old-tmp");
+    fs::remove_all(old, ec);
+    OLMO_CHECK(::rename(final_dir_.c_str(), old.c_str()) == 0, final_dir_, ": cannot move old checkpoint aside: ",
+               std::strerror(errno));
+  }
+  if (::rename(tmp_dir_.c_str(), final_dir_.c_str()) != 0) {
+    const std::string e = std::strerror(errno);
+    if (!old.empty()) ::rename(old.c_str(), final_dir_.c_str());
+    throw Error(cat(tmp_dir_, ": rename to ", final_dir_, " failed: ", e));
+  }
+  committed_ = true;
+  fsync_dir_checked(run_dir_);
+  if (!old.empty()) fs::remove_all(old, ec);
+  return final_dir_;
+}
+
+}  // namespace olmo::ckpt

@@ -1,0 +1,85 @@
+// Fused, chunked LM head + cross-entropy + z-loss (contract in loss.h), and the scalar row
+// kernels. Per chunk of valid rows: gather x rows, logits = x_c W^T (oneDNN gemm), per-row lse and
+// in-place d/dlogits (ISA row kernels, OpenMP over rows), dx_c = dlogits W, dW += dlogits^T x_c.
+// Sums are accumulated per row and reduced in row order (deterministic).
+#include "kernels/loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "kernels/gemm.h"
+#include "kernels/loss_rows.h"
+#include "kernels/loss_rows_impl.h"
+
+namespace olmo::kernels {
+namespace loss_detail {
+RowKernels row_kernels_scalar() { return {loss_row_lse, loss_row_grad}; }
+}  // namespace loss_detail
+
+namespace {
+loss_detail::RowKernels active_row_kernels() {
+  switch (active_isa()) {
+    case Isa::avx512: return loss_detail::row_kernels_avx512();
+    case Isa::avx2: return loss_detail::row_kernels_avx2();
+    default: return loss_detail::row_kernels_scalar();
+  }
+}
+}  // namespace
+
+LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, int64_t N, int64_t D,
+                      int64_t V, float z_coef, float grad_scale, float* dx, float* dW,
+                      int64_t chunk_rows) {
+  OLMO_CHECK(N >= 0 && D > 0 && V > 0, "lm_head_loss: bad shape N=", N, " D=", D, " V=", V);
+  std::vector<int64_t> rows;  // valid rows, in order
+  rows.reserve(N);
+  for (int64_t i = 0; i < N; ++i) {
+    OLMO_CHECK(targets[i] == kIgnoreIndex || (targets[i] >= 0 && targets[i] < V),
+               "lm_head_loss: target[", i, "] = ", targets[i], " is outside [0, ", V, ")");
+    if (targets[i] != kIgnoreIndex) rows.push_back(i);
+  }
+  if (dx) std::fill(dx, dx + N * D, 0.0f);
+  // Auto: the largest multiple of 16 rows whose [rows, V] logits tile fits in 64 MB (V = 100352:
+  // 160 rows), within [16, 256]. Larger chunks help the gemms (M = rows) but cost memory.
+  if (chunk_rows <= 0)
+    chunk_rows = std::clamp<int64_t>((int64_t(64) << 20) / (4 * V) / 16 * 16, 16, 256);
+  const int64_t nvalid = int64_t(rows.size());
+  const int64_t C = std::max<int64_t>(1, std::min(chunk_rows, nvalid));
+  const bool grad = dx || dW;
+  const auto rk = active_row_kernels();
+
+  std::vector<float> xc(C * D), logits(C * V), dxc(dx ? C * D : 0);
+  std::vector<double> ce(C), lz(C);
+  LossSums r;
+  for (int64_t c0 = 0; c0 < nvalid; c0 += C) {
+    const int64_t c = std::min(C, nvalid - c0);
+    for (int64_t r0 = 0; r0 < c; ++r0)
+      std::copy(x + rows[c0 + r0] * D, x + rows[c0 + r0] * D + D, xc.data() + r0 * D);
+    gemm(false, true, c, V, D, 1.0f, xc.data(), W, 0.0f, logits.data());
+#pragma omp parallel for schedule(static)
+    for (int64_t r0 = 0; r0 < c; ++r0) {
+      float* z = logits.data() + r0 * V;
+      const int32_t t = targets[rows[c0 + r0]];
+      const float lse = rk.row_lse(z, V);
+      ce[r0] = double(lse) - double(z[t]);
+      lz[r0] = double(lse) * double(lse);
+      if (grad) {
+        rk.row_grad(z, V, lse, grad_scale * (1.0f + 2.0f * z_coef * lse));
+        z[t] -= grad_scale;
+      }
+    }
+    for (int64_t r0 = 0; r0 < c; ++r0) r.ce_sum += ce[r0], r.z_sum += lz[r0];
+    r.count += c;
+    if (dx) {
+      gemm(false, false, c, D, V, 1.0f, logits.data(), W, 0.0f, dxc.data());
+      for (int64_t r0 = 0; r0 < c; ++r0)
+        std::copy(dxc.data() + r0 * D, dxc.data() + r0 * D + D, dx + rows[c0 + r0] * D);
+    }
+    if (dW) gemm(true, false, V, D, c, 1.0f, logits.data(), xc.data(), 1.0f, dW);
+  }
+  return r;
+}
+
+}  // namespace olmo::kernels

@@ -1,0 +1,50 @@
+// Rotary position embedding, rotate_half (NeoX / Hugging Face) layout.
+// For a head vector x[0..hd) with half = hd/2, position p, angle a_j = p * inv_freq[j]:
+//   y[j]        = x[j] * cos a_j - x[j+half] * sin a_j
+//   y[j+half]   = x[j+half] * cos a_j + x[j] * sin a_j          (j < half)
+// inv_freq[j] = 1 / theta^(2j/hd), computed as HF Olmo3RotaryEmbedding does (fp32 exponent
+// 2j/hd, fp32 power, fp32 reciprocal; angle = fp32(p) * inv_freq in fp32; cos/sin of that fp32
+// angle, here correctly rounded from double, where torch's are within 1 ulp).
+// Backward applies the transpose rotation (angle -> -angle) to the incoming gradient.
+// Shapes: x [B, T, H, hd] row-major, token t of each sequence has position t (t < max_pos);
+// row_stride = floats between consecutive tokens (0 = H*hd), so q/k can live inside a wider
+// fused buffer. Cost: one read + write of x; table row reused across the H heads.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace olmo::kernels {
+
+struct RopeTable {
+  int64_t max_pos = 0, head_dim = 0;
+  std::vector<float> cos, sin;  // [max_pos, head_dim/2]
+};
+
+// head_dim must be even and > 0; max_pos > 0.
+RopeTable rope_table(int64_t max_pos, int64_t head_dim, double theta);
+
+// In place. Throws olmo::Error if hd != table.head_dim or T > table.max_pos.
+void rope_forward(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const RopeTable& tab,
+                  int64_t row_stride = 0);
+void rope_backward(float* dx, int64_t B, int64_t T, int64_t H, int64_t hd, const RopeTable& tab,
+                   int64_t row_stride = 0);
+
+// Reference (templated so gradient checks run in double). sign = +1 forward, -1 backward.
+template <class T>
+void rope_ref(T* x, int64_t B, int64_t Tn, int64_t H, int64_t hd, const RopeTable& tab,
+              T sign) {
+  const int64_t half = hd / 2;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < Tn; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        T* v = x + ((b * Tn + t) * H + h) * hd;
+        for (int64_t j = 0; j < half; ++j) {
+          T c = tab.cos[t * half + j], s = sign * T(tab.sin[t * half + j]);
+          T x1 = v[j], x2 = v[j + half];
+          v[j] = x1 * c - x2 * s;
+          v[j + half] = x2 * c + x1 * s;
+        }
+      }
+}
+
+}  // namespace olmo::kernels

@@ -1,0 +1,321 @@
+// Presets, validation and HF config.json parsing for ModelConfig (see config.h).
+#include "model/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
+namespace olmo::model {
+
+void validate(const ModelConfig& c, const std::string& where) {
+  auto pos = [&](int64_t v, const char* what) {
+    OLMO_CHECK(v > 0, where, ": ", what, " must be positive, got ", v);
+  };
+  pos(c.d_model, "d_model");
+  pos(c.n_layers, "n_layers");
+  pos(c.n_heads, "n_heads");
+  pos(c.n_kv_heads, "n_kv_heads");
+  pos(c.head_dim, "head_dim");
+  pos(c.ffn_hidden, "ffn_hidden");
+  pos(c.vocab_size, "vocab_size");
+  pos(c.max_seq_len, "max_seq_len");
+  OLMO_CHECK(c.n_heads % c.n_kv_heads == 0, where, ": n_heads (", c.n_heads,
+             ") is not a multiple of n_kv_heads (", c.n_kv_heads, ")");
+  OLMO_CHECK(c.head_dim % 2 == 0, where, ": head_dim (", c.head_dim, ") must be even for RoPE");
+  OLMO_CHECK(c.rope_theta > 0, where, ": rope_theta must be positive, got ", c.rope_theta);
+  OLMO_CHECK(c.norm_eps > 0, where, ": norm_eps must be positive, got ", c.norm_eps);
+  OLMO_CHECK(int64_t(c.layer_window.size()) == c.n_layers, where, ": layer_window has ",
+             c.layer_window.size(), " entries but n_layers is ", c.n_layers);
+  for (size_t i = 0; i < c.layer_window.size(); ++i)
+    OLMO_CHECK(c.layer_window[i] >= 0, where, ": layer_window[", i, "] is negative (",
+               c.layer_window[i], ")");
+}
+
+std::vector<int64_t> olmo3_layer_windows(int64_t n_layers, int64_t w) {
+  std::vector<int64_t> v(n_layers);
+  for (int64_t i = 0; i < n_layers; ++i)
+    v[i] = ((i + 1) % 4 != 0 && i != n_layers - 1) ? w : 0;
+  return v;
+}
+
+namespace {
+
+// OLMo-core TransformerConfig.llama_like FFN size: int(8d/3), times multiplier (int again),
+// rounded up to a multiple of `multiple_of`.
+int64_t llama_ffn(int64_t d, double multiplier, int64_t multiple_of) {
+  int64_t h = int64_t(8.0 * double(d) / 3.0);
+  h = int64_t(multiplier * double(h));
+  return multiple_of * ((h + multiple_of - 1) / multiple_of);
+}
+
+ModelConfig llama_like(const std::string& name, int64_t d, int64_t layers, int64_t heads,
+                       int64_t kv_heads, double multiplier, int64_t multiple_of = 256) {
+  ModelConfig c;
+  c.name = name;
+  c.d_model = d;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.n_kv_heads = kv_heads;
+  c.head_dim = d / heads;
+  c.ffn_hidden = llama_ffn(d, multiplier, multiple_of);
+  c.vocab_size = kVocabPadded;
+  c.layer_window = olmo3_layer_windows(layers);
+  c.max_seq_len = 8192;
+  return c;
+}
+
+using Maker = std::function<ModelConfig()>;
+
+const std::vector<std::pair<std::string, Maker>>& registry() {
+  static const std::vector<std::pair<std::string, Maker>> r = {
+      // OLMo-core olmo3_7B = olmo2_7B (llama2_7B + reordered norm, QK-norm) + SWA.
+      {"olmo3-7b", [] { return llama_like("olmo3-7b", 4096, 32, 32, 32, 1.0); }},
+      // olmo3_32B: 40 heads / 8 kv heads, FFN 27648 (multiplier 27648/(8*5120/3), multiple 512).
+      {"olmo3-32b",
+       [] { return llama_like("olmo3-32b", 5120, 64, 40, 8, 27648.0 / (8.0 * 5120 / 3.0), 512); }},
+      {"olmo3-1b", [] { return llama_like("olmo3-1b", 2048, 16, 16, 16, 1.5); }},
+      {"olmo3-190m", [] { return llama_like("olmo3-190m", 768, 12, 12, 12, 1.5); }},
+      {"olmo3-60m", [] { return llama_like("olmo3-60m", 384, 8, 8, 8, 1.5); }},
+      {"olmo3-30m", [] { return llama_like("olmo3-30m", 256, 4, 8, 8, 1.0); }},
+      {"olmo3-14m", [] { return llama_like("olmo3-14m", 128, 4, 8, 8, 1.0); }},
+      // Not an OLMo-core preset: olmo3-14m halved (d 64, 4 heads of 16, GQA with 2 kv heads),
+      // window 128 and max_seq_len 1024 so both mask kinds occur at demo sequence lengths.
+      {"olmo3-tiny",
+       [] {
+         ModelConfig c = llama_like("olmo3-tiny", 64, 4, 4, 2, 1.0);
+         c.layer_window = olmo3_layer_windows(c.n_layers, 128);
+         c.max_seq_len = 1024;
+         return c;
+       }},
+  };
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> v;
+  for (auto& [n, m] : registry()) v.push_back(n);
+  return v;
+}
+
+ModelConfig preset(const std::string& name, bool padded_vocab) {
+  for (auto& [n, make] : registry()) {
+    if (n != name) continue;
+    ModelConfig c = make();
+    c.vocab_size = padded_vocab ? kVocabPadded : kVocabHF;
+    validate(c, cat("preset ", name));
+    return c;
+  }
+  std::string list;
+  for (auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
+  throw Error(cat("unknown preset '", name, "' (valid presets: ", list, ")"));
+}
+
+// ----------------------------------------------------------------------------- HF config.json
+
+namespace {
+using nlohmann::json;
+
+struct Reader {
+  const json& j;
+  const std::string& path;
+  bool has(const char* k) const { return j.contains(k) && !j[k].is_null(); }
+  int64_t req_int(const char* k) const {
+    OLMO_CHECK(has(k), path, ": missing required field \"", k, "\"");
+    return as_int(k);
+  }
+  int64_t opt_int(const char* k, int64_t def) const { return has(k) ? as_int(k) : def; }
+  int64_t as_int(const char* k) const {
+    const json& v = j[k];
+    OLMO_CHECK(v.is_number_integer(), path, ": field \"", k, "\" must be an integer, got ",
+               v.dump());
+    return v.get<int64_t>();
+  }
+  double opt_num(const char* k, double def) const {
+    if (!has(k)) return def;
+    OLMO_CHECK(j[k].is_number(), path, ": field \"", k, "\" must be a number, got ", j[k].dump());
+    return j[k].get<double>();
+  }
+  bool opt_bool(const char* k, bool def) const {
+    if (!has(k)) return def;
+    OLMO_CHECK(j[k].is_boolean(), path, ": field \"", k, "\" must be a boolean");
+    return j[k].get<bool>();
+  }
+};
+
+// rope_theta from either rope_parameters (per layer type, transformers 5.x) or the legacy
+// rope_theta / rope_scaling fields. One theta for all layers; only rope_type "default".
+double parse_rope(const Reader& r) {
+  const json& j = r.j;
+  double theta = r.opt_num("rope_theta", 500000.0);
+  if (r.has("rope_scaling")) {
+    const json& s = j["rope_scaling"];
+    std::string t = s.is_object() && s.contains("rope_type") ? s["rope_type"].dump() : s.dump();
+    throw Error(cat(r.path, ": field \"rope_scaling\" (", t,
+                    ") is not supported: only default RoPE is implemented (no YaRN)"));
+  }
+  if (!r.has("rope_parameters")) return theta;
+  const json& p = j["rope_parameters"];
+  OLMO_CHECK(p.is_object(), r.path, ": field \"rope_parameters\" must be an object");
+  auto one = [&](const json& e, const std::string& key) {
+    OLMO_CHECK(e.is_object(), r.path, ": field \"", key, "\" must be an object");
+    if (e.contains("rope_type")) {
+      OLMO_CHECK(e["rope_type"] == "default", r.path, ": field \"", key,
+                 ".rope_type\" is ", e["rope_type"].dump(),
+                 "; only \"default\" RoPE is implemented (no YaRN)");
+    }
+    if (!e.contains("rope_theta")) return theta;
+    OLMO_CHECK(e["rope_theta"].is_number(), r.path, ": field \"", key,
+               ".rope_theta\" must be a number");
+    return e["rope_theta"].get<double>();
+  };
+  if (p.contains("rope_type") || p.contains("rope_theta")) return one(p, "rope_parameters");
+  double t = theta;
+  bool first = true;
+  for (auto& [k, e] : p.items()) {
+    double tk = one(e, "rope_parameters." + k);
+    OLMO_CHECK(first || tk == t, r.path, ": field \"rope_parameters\" has different rope_theta "
+               "per layer type (", t, " vs ", tk, "); one theta for all layers is implemented");
+    t = tk;
+    first = false;
+  }
+  return t;
+}
+
+}  // namespace
+
+ModelConfig config_from_hf_json_text(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(cat(path, ": not valid JSON: ", e.what()));
+  }
+  OLMO_CHECK(j.is_object(), path, ": top level must be a JSON object");
+  Reader r{j, path};
+  if (r.has("model_type"))
+    OLMO_CHECK(j["model_type"] == "olmo3", path, ": field \"model_type\" is ",
+               j["model_type"].dump(), ", expected \"olmo3\"");
+  if (r.has("hidden_act"))
+    OLMO_CHECK(j["hidden_act"] == "silu", path, ": field \"hidden_act\" is ",
+               j["hidden_act"].dump(), "; only \"silu\" (SwiGLU) is implemented");
+  OLMO_CHECK(!r.opt_bool("attention_bias", false), path,
+             ": field \"attention_bias\" is true; OLMo 3 has no biases");
+  OLMO_CHECK(!r.opt_bool("tie_word_embeddings", false), path,
+             ": field \"tie_word_embeddings\" is true; OLMo 3 has an untied lm_head");
+
+  ModelConfig c;
+  c.name = path;
+  c.d_model = r.req_int("hidden_size");
+  c.ffn_hidden = r.req_int("intermediate_size");
+  c.n_layers = r.req_int("num_hidden_layers");
+  c.n_heads = r.req_int("num_attention_heads");
+  c.vocab_size = r.req_int("vocab_size");
+  OLMO_CHECK(c.d_model > 0, path, ": field \"hidden_size\" must be positive, got ", c.d_model);
+  OLMO_CHECK(c.n_heads > 0, path, ": field \"num_attention_heads\" must be positive, got ",
+             c.n_heads);
+  OLMO_CHECK(c.n_layers > 0, path, ": field \"num_hidden_layers\" must be positive, got ",
+             c.n_layers);
+  c.n_kv_heads = r.opt_int("num_key_value_heads", c.n_heads);
+  OLMO_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, path,
+             ": field \"num_attention_heads\" (", c.n_heads,
+             ") is not a multiple of \"num_key_value_heads\" (", c.n_kv_heads, ")");
+  if (r.has("head_dim")) {
+    c.head_dim = r.as_int("head_dim");
+  } else {
+    OLMO_CHECK(c.d_model % c.n_heads == 0, path, ": field \"hidden_size\" (", c.d_model,
+               ") is not divisible by \"num_attention_heads\" (", c.n_heads,
+               ") and no \"head_dim\" is given");
+    c.head_dim = c.d_model / c.n_heads;
+  }
+  c.norm_eps = float(r.opt_num("rms_norm_eps", 1e-5));
+  c.rope_theta = parse_rope(r);
+  c.max_seq_len = r.opt_int("max_position_embeddings", 2048);
+
+  int64_t window = r.has("sliding_window") ? r.as_int("sliding_window") : -1;
+  if (!j.contains("sliding_window")) window = 4096;  // Olmo3Config default
+  std::vector<std::string> types;
+  if (r.has("layer_types")) {
+    OLMO_CHECK(j["layer_types"].is_array(), path, ": field \"layer_types\" must be an array");
+    for (auto& t : j["layer_types"]) {
+      OLMO_CHECK(t.is_string(), path, ": field \"layer_types\" must hold strings");
+      types.push_back(t.get<std::string>());
+    }
+    OLMO_CHECK(int64_t(types.size()) == c.n_layers, path, ": field \"layer_types\" has ",
+               types.size(), " entries but \"num_hidden_layers\" is ", c.n_layers);
+  } else {
+    for (int64_t i = 0; i < c.n_layers; ++i)
+      types.push_back((i + 1) % 4 != 0 ? "sliding_attention" : "full_attention");
+  }
+  c.layer_window.resize(c.n_layers);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    if (types[i] == "full_attention") {
+      c.layer_window[i] = 0;
+    } else if (types[i] == "sliding_attention") {
+      OLMO_CHECK(window > 0, path, ": layer_types[", i,
+                 "] is \"sliding_attention\" but \"sliding_window\" is ",
+                 j.contains("sliding_window") ? j["sliding_window"].dump() : "missing");
+      c.layer_window[i] = window;
+    } else {
+      throw Error(cat(path, ": field \"layer_types\"[", i, "] is \"", types[i],
+                      "\", expected \"sliding_attention\" or \"full_attention\""));
+    }
+  }
+  validate(c, path);
+  return c;
+}
+
+ModelConfig config_from_hf_json(const std::string& path) {
+  OLMO_CHECK(file_exists(path), path, ": config.json not found");
+  return config_from_hf_json_text(read_file(path), path);
+}
+
+std::string config_to_hf_json(const ModelConfig& c) {
+  json j;
+  j["architectures"] = {"Olmo3ForCausalLM"};
+  j["model_type"] = "olmo3";
+  j["attention_bias"] = false;
+  j["attention_dropout"] = 0.0;
+  j["dtype"] = "float32";
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.d_model;
+  j["intermediate_size"] = c.ffn_hidden;
+  j["num_hidden_layers"] = c.n_layers;
+  j["num_attention_heads"] = c.n_heads;
+  j["num_key_value_heads"] = c.n_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["vocab_size"] = c.vocab_size;
+  j["rms_norm_eps"] = double(c.norm_eps);
+  j["max_position_embeddings"] = c.max_seq_len;
+  j["tie_word_embeddings"] = false;
+  j["initializer_range"] = 0.02;
+  // dolma2 tokenizer ids when the vocabulary is the real one; null otherwise.
+  bool dolma = c.vocab_size >= kVocabHF;
+  j["pad_token_id"] = dolma ? json(100277) : json(nullptr);
+  j["eos_token_id"] = dolma ? json(100257) : json(nullptr);
+  j["bos_token_id"] = nullptr;
+  int64_t window = 0;
+  json types = json::array();
+  for (int64_t w : c.layer_window) {
+    types.push_back(w > 0 ? "sliding_attention" : "full_attention");
+    if (w > 0) {
+      OLMO_CHECK(window == 0 || window == w, c.name,
+                 ": HF config.json holds one sliding_window but layers use ", window, " and ", w);
+      window = w;
+    }
+  }
+  j["layer_types"] = types;
+  j["sliding_window"] = window > 0 ? json(window) : json(4096);
+  json rp = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}};
+  j["rope_parameters"] = {{"full_attention", rp}, {"sliding_attention", rp}};
+  j["use_cache"] = true;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace olmo::model

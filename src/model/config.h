@@ -1,0 +1,55 @@
+// OLMo 3 model configuration: the hyper-parameters of one model, the named presets
+// (olmo3-7b/32b/1b/190m from OLMo-core's TransformerConfig.olmo3_*, plus small sizes for tests
+// and demos), and parsing of a Hugging Face `config.json` (Olmo3Config).
+//
+// Architecture facts (../shared/reference/olmo3_spec.md 1.1-1.2): FFN hidden size follows
+// OLMo-core's llama_like rule int(int(8*d/3) * multiplier) rounded up to `multiple_of`; sliding
+// window 4096 on layers with (i+1) % 4 != 0, full attention otherwise and on the last layer;
+// vocab 100278 (HF checkpoint) padded to a multiple of 128 (100352) for training.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace olmo::model {
+
+inline constexpr int64_t kVocabHF = 100278;      // dolma2 tokenizer vocabulary
+inline constexpr int64_t kVocabPadded = 100352;  // padded to a multiple of 128 for training
+
+struct ModelConfig {
+  std::string name;
+  int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_hidden = 0;
+  int64_t vocab_size = 0;  // rows of the embedding and of lm_head
+  double rope_theta = 500000;
+  float norm_eps = 1e-6f;
+  std::vector<int64_t> layer_window;  // per layer: query i sees keys i-w+1..i; 0 = full causal
+  int64_t max_seq_len = 8192;         // RoPE table length / longest sequence accepted
+
+  int64_t q_dim() const { return n_heads * head_dim; }     // width of q (and of q_norm)
+  int64_t kv_dim() const { return n_kv_heads * head_dim; } // width of k, v (and of k_norm)
+};
+
+// Throws olmo::Error "<where>: <problem>" when the configuration is inconsistent (non-positive
+// sizes, heads not divisible by kv-heads, odd head_dim, layer_window length != n_layers, ...).
+void validate(const ModelConfig& c, const std::string& where);
+
+// A named preset (vocab 100352 when padded_vocab, else 100278). Unknown names throw an
+// olmo::Error naming the preset and listing the valid ones.
+ModelConfig preset(const std::string& name, bool padded_vocab = true);
+std::vector<std::string> preset_names();
+
+// OLMo 3 layer pattern: window `w` where (i+1) % 4 != 0, full (0) otherwise and on the last layer.
+std::vector<int64_t> olmo3_layer_windows(int64_t n_layers, int64_t w = 4096);
+
+// Parse an HF Olmo3Config config.json. Errors name the file and the field. Defaults follow
+// transformers' Olmo3Config where a field is absent (num_key_value_heads = heads, rms_norm_eps
+// 1e-5, sliding_window 4096, layer_types = the OLMo 3 pattern, rope_theta 500000,
+// max_position_embeddings 2048). Rejects what this implementation does not compute: rope types
+// other than "default" (YaRN), attention bias, tied embeddings, activations other than silu.
+ModelConfig config_from_hf_json(const std::string& path);
+// The same from the text of a config.json (`path` only used in messages).
+ModelConfig config_from_hf_json_text(const std::string& text, const std::string& path);
+// config.json text for `c` (model_type olmo3, fp32), readable by transformers.
+std::string config_to_hf_json(const ModelConfig& c);
+
+}  // namespace olmo::model

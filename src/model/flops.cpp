@@ -1,0 +1,72 @@
+// Parameter counts, FLOPs and memory plan (formulas documented in flops.h).
+#include "model/flops.h"
+
+namespace olmo::model {
+
+ParamCounts count_params(const ModelConfig& c) {
+  const int64_t D = c.d_model, Q = c.q_dim(), K = c.kv_dim(), F = c.ffn_hidden, V = c.vocab_size;
+  ParamCounts p;
+  p.embedding = V * D;
+  p.matmul_per_layer = D * Q + 2 * D * K + Q * D + 3 * D * F;
+  p.per_layer = p.matmul_per_layer + Q + K + 2 * D;
+  p.blocks = c.n_layers * p.per_layer;
+  p.final_norm = D;
+  p.lm_head = V * D;
+  p.total = p.embedding + p.blocks + p.final_norm + p.lm_head;
+  p.non_embedding = p.total - p.embedding;
+  return p;
+}
+
+double avg_keys_attended(int64_t w, int64_t S) {
+  if (S <= 0) return 0;
+  if (w <= 0 || w >= S) return (double(S) + 1.0) / 2.0;
+  return (double(w) * double(w + 1) / 2.0 + double(S - w) * double(w)) / double(S);
+}
+
+double flops_per_token(const ModelConfig& c, int64_t S) {
+  ParamCounts p = count_params(c);
+  double f = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    f += 6.0 * double(p.matmul_per_layer) +
+         12.0 * double(c.n_heads) * double(c.head_dim) * avg_keys_attended(c.layer_window[l], S);
+  return f + 6.0 * double(p.lm_head);
+}
+
+double olmo_core_flops_per_token(const ModelConfig& c, int64_t S) {
+  ParamCounts p = count_params(c);
+  return 6.0 * double(p.non_embedding) +
+         12.0 * double(c.n_layers) * double(c.n_heads) * double(c.head_dim) * double(S);
+}
+
+// Per layer per token: x, a (o_proj out), h, f (down_proj out) [D each]; q_raw, q_rope, attn out
+// [Q each]; k_raw, k_rope, v [KVd each]; gate, up [F each]; rstd of q/k/attn/ffn norms [4];
+// attention log-sum-exp [H]. After the last layer: x_L and the final-normed x [D each] + rstd.
+int64_t activation_floats_per_token(const ModelConfig& c) {
+  const int64_t D = c.d_model, Q = c.q_dim(), K = c.kv_dim(), F = c.ffn_hidden;
+  int64_t per_layer = 4 * D + 3 * Q + 3 * K + 2 * F + 4 + c.n_heads;
+  return c.n_layers * per_layer + 2 * D + 1;
+}
+
+// Reused across layers: residual gradient and one more [D] (norm outputs forward, d(norm input)
+// backward), swiglu out / d(gate) / d(up) [F each], d(attn out) and dq [Q each], dk, dv and
+// d(k_raw) [KVd each].
+int64_t scratch_floats_per_token(const ModelConfig& c) {
+  const int64_t D = c.d_model, Q = c.q_dim(), K = c.kv_dim(), F = c.ffn_hidden;
+  return 2 * D + 3 * F + 2 * Q + 3 * K;
+}
+
+MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch) {
+  ParamCounts p = count_params(c);
+  MemoryPlan m;
+  m.weights = 4 * p.total;
+  m.grads = 4 * p.total;
+  m.adam_moments = 8 * p.total;
+  m.activations_per_token = 4 * activation_floats_per_token(c);
+  m.scratch_per_token = 4 * scratch_floats_per_token(c);
+  m.micro_batch_tokens = seq_len * micro_batch;
+  m.activations = (m.activations_per_token + m.scratch_per_token) * m.micro_batch_tokens;
+  m.total = m.weights + m.grads + m.adam_moments + m.activations;
+  return m;
+}
+
+}  // namespace olmo::model

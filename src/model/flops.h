@@ -1,0 +1,57 @@
+// Parameter counts, training FLOPs per token and the training memory plan of an OLMo 3 model.
+//
+// FLOPs per token (ours, `flops_per_token`; MFU everywhere uses this one). Training = forward +
+// backward = 3x the forward matmul work, 2 flops per multiply-add:
+//   per layer l:  6 * P_mm  +  12 * H * hd * A_l(S)
+//     P_mm    = matmul parameters of a block: q,k,v,o projections + SwiGLU gate/up/down
+//               (D*Q + 2*D*KVd + Q*D + 3*D*F); norm weights are not matmul work and not counted.
+//     A_l(S)  = average number of keys a query attends in a length-S causal sequence:
+//               full layer:     (S+1)/2
+//               window w < S:   (w(w+1)/2 + (S-w)*w) / S   (query i sees min(i+1, w) keys)
+//               (w >= S is the full-layer value). 12 = 3 (fwd+bwd) * 2 matmuls (QK^T, PV)
+//               * 2 flops per multiply-add.
+//   plus 6 * V * D for the lm_head matmul. The embedding lookup costs no flops.
+// OLMo-core's formula at the time OLMo 3 was trained (`olmo_core_flops_per_token`, spec 6.1):
+//   6 * N_ne + 12 * L * H * hd * S, N_ne = total params - input embedding (includes lm_head and
+//   norms), no causal halving, no sliding-window reduction.
+#pragma once
+#include <cstdint>
+
+#include "model/config.h"
+
+namespace olmo::model {
+
+struct ParamCounts {
+  int64_t embedding = 0;        // V*D
+  int64_t per_layer = 0;        // one block incl. q/k norm and the two block norms
+  int64_t matmul_per_layer = 0; // projections + SwiGLU only
+  int64_t blocks = 0;           // n_layers * per_layer
+  int64_t final_norm = 0;       // D
+  int64_t lm_head = 0;          // V*D
+  int64_t total = 0;
+  int64_t non_embedding = 0;    // OLMo-core definition: total - embedding (includes lm_head)
+};
+ParamCounts count_params(const ModelConfig& c);
+
+// Average keys attended per query on a layer with window w (0 = full) at length S (see above).
+double avg_keys_attended(int64_t window, int64_t seq_len);
+double flops_per_token(const ModelConfig& c, int64_t seq_len);
+double olmo_core_flops_per_token(const ModelConfig& c, int64_t seq_len);
+
+// Training memory (bytes, fp32 everywhere). Activations: what Olmo3::forward_backward stores per
+// token for the backward pass (all layers), plus per-token scratch reused across layers; the loss
+// kernel's fixed-size chunk buffer is not per token and not included.
+struct MemoryPlan {
+  int64_t weights = 0, grads = 0, adam_moments = 0;  // 4P, 4P, 8P
+  int64_t activations_per_token = 0;   // stored for backward, all layers
+  int64_t scratch_per_token = 0;       // reused buffers (one layer's worth of gradients)
+  int64_t micro_batch_tokens = 0;      // seq_len * micro_batch
+  int64_t activations = 0;             // (activations_per_token + scratch_per_token) * tokens
+  int64_t total = 0;                   // weights + grads + adam_moments + activations
+};
+// Floats per token: stored activations and scratch, as allocated by Olmo3 (olmo3.cpp uses these).
+int64_t activation_floats_per_token(const ModelConfig& c);
+int64_t scratch_floats_per_token(const ModelConfig& c);
+MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch);
+
+}  // namespace olmo::model

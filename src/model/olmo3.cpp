@@ -1,0 +1,276 @@
+// OLMo 3 forward/backward (see olmo3.h for the math). Buffer plan per micro-batch of N = B*T
+// tokens (flops.h): stored per layer x, a, h, f [N,D]; q_raw, q, o [N,Q]; k_raw, k, v [N,KVd];
+// gate, up [N,F]; rstd x4 [N]; lse [H,N]; then x_L, final-normed x [N,D] and its rstd. Scratch
+// (reused by every layer): dres, tD [N,D]; F1..F3 [N,F]; Q1, Q2 [N,Q]; K1..K3 [N,KVd].
+#include "model/olmo3.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/embedding.h"
+#include "kernels/gemm.h"
+#include "kernels/norm.h"
+#include "kernels/swiglu.h"
+#include "model/flops.h"
+
+namespace olmo::model {
+
+using namespace olmo::kernels;
+
+FloatBuffer::FloatBuffer(size_t n) : n_(n) {
+  if (n == 0) return;
+  size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+  float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+  OLMO_CHECK(p, "out of memory allocating ", bytes, " bytes");
+  p_.reset(p);
+  // Parallel first touch so pages spread over the threads that use them.
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < int64_t((n + 65535) / 65536); ++b) {
+    size_t i0 = size_t(b) * 65536, i1 = std::min(n, i0 + 65536);
+    std::memset(p + i0, 0, (i1 - i0) * sizeof(float));
+  }
+}
+void FloatBuffer::Free::operator()(float* p) const { std::free(p); }
+
+struct Olmo3::Acts {
+  int64_t cap = 0;  // tokens the arena holds
+  FloatBuffer store, scratch;
+  // Pointers for the current N (recomputed by ensure()).
+  struct Layer {
+    float *x, *a, *h, *f, *q_raw, *q, *o, *k_raw, *k, *v, *g, *u, *rq, *rk, *ra, *rf, *lse;
+  };
+  std::vector<Layer> L;
+  float *xL, *xf, *rfin;
+  float *dres, *tD, *F1, *F2, *F3, *Q1, *Q2, *K1, *K2, *K3;
+};
+
+Olmo3::Olmo3(const ModelConfig& c) : cfg_(c) {
+  validate(cfg_, cat("model config '", cfg_.name, "'"));
+  layout_ = make_layout(cfg_);
+  params_ = FloatBuffer(layout_.total);
+  grads_ = FloatBuffer(layout_.total);
+  acts_ = std::make_unique<Acts>();
+}
+Olmo3::Olmo3(Olmo3&&) noexcept = default;
+Olmo3& Olmo3::operator=(Olmo3&&) noexcept = default;
+Olmo3::~Olmo3() = default;
+
+size_t Olmo3::activation_bytes() const {
+  return (acts_->store.size() + acts_->scratch.size()) * sizeof(float);
+}
+
+// ------------------------------------------------------------------------------ init / grads
+
+namespace {
+inline uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+// Uniform in (0, 1] with 53 random bits.
+inline double uniform01(uint64_t& s) { return (double(splitmix64(s) >> 11) + 1.0) * 0x1.0p-53; }
+}  // namespace
+
+void Olmo3::init_weights(uint64_t seed) {
+  constexpr double kStd = 0.02;
+  constexpr size_t kChunk = 1 << 16;
+  float* P = params_.data();
+  for (size_t ti = 0; ti < layout_.info.size(); ++ti) {
+    const ParamInfo& p = layout_.info[ti];
+    float* w = P + p.offset;
+    if (p.shape.size() == 1) {  // norm weight
+      std::fill(w, w + p.numel, 1.0f);
+      continue;
+    }
+    const int64_t chunks = int64_t((p.numel + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      uint64_t s = seed * 0x100000001b3ull ^ (uint64_t(ti) << 40) ^ uint64_t(ch);
+      splitmix64(s);
+      size_t i0 = size_t(ch) * kChunk, i1 = std::min(p.numel, i0 + kChunk);
+      for (size_t i = i0; i < i1; ++i) {
+        double z;
+        do {  // Box-Muller, rejection outside +-3 sigma
+          z = std::sqrt(-2.0 * std::log(uniform01(s))) * std::cos(2.0 * M_PI * uniform01(s));
+        } while (std::fabs(z) > 3.0);
+        w[i] = float(kStd * z);
+      }
+    }
+  }
+}
+
+void Olmo3::zero_grad() {
+  float* g = grads_.data();
+  const size_t n = layout_.total;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < int64_t((n + 65535) / 65536); ++b) {
+    size_t i0 = size_t(b) * 65536, i1 = std::min(n, i0 + 65536);
+    std::memset(g + i0, 0, (i1 - i0) * sizeof(float));
+  }
+}
+
+// ----------------------------------------------------------------------------------- buffers
+
+void Olmo3::ensure(int64_t B, int64_t T) {
+  OLMO_CHECK(B > 0 && T > 0, "Olmo3: batch and sequence length must be positive, got B=", B,
+             " T=", T);
+  OLMO_CHECK(T <= cfg_.max_seq_len, "Olmo3: sequence length ", T, " exceeds max_seq_len ",
+             cfg_.max_seq_len, " of model '", cfg_.name, "'");
+  if (rope_.max_pos < T)
+    rope_ = rope_table(std::max<int64_t>(T, std::min<int64_t>(cfg_.max_seq_len, 2048)),
+                       cfg_.head_dim, cfg_.rope_theta);
+  Acts& A = *acts_;
+  const int64_t N = B * T;
+  if (N > A.cap) {
+    A.store = FloatBuffer();  // free before allocating the larger arena
+    A.scratch = FloatBuffer();
+    A.store = FloatBuffer(size_t(N * activation_floats_per_token(cfg_)));
+    A.scratch = FloatBuffer(size_t(N * scratch_floats_per_token(cfg_)));
+    A.cap = N;
+  }
+  const int64_t D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(), F = cfg_.ffn_hidden;
+  float* p = A.store.data();
+  auto take = [&](int64_t n) {
+    float* r = p;
+    p += n;
+    return r;
+  };
+  A.L.resize(cfg_.n_layers);
+  for (auto& l : A.L) {
+    l.x = take(N * D), l.a = take(N * D), l.h = take(N * D), l.f = take(N * D);
+    l.q_raw = take(N * Q), l.q = take(N * Q), l.o = take(N * Q);
+    l.k_raw = take(N * K), l.k = take(N * K), l.v = take(N * K);
+    l.g = take(N * F), l.u = take(N * F);
+    l.rq = take(N), l.rk = take(N), l.ra = take(N), l.rf = take(N);
+    l.lse = take(N * cfg_.n_heads);
+  }
+  A.xL = take(N * D), A.xf = take(N * D), A.rfin = take(N);
+  p = A.scratch.data();
+  A.dres = take(N * D), A.tD = take(N * D);
+  A.F1 = take(N * F), A.F2 = take(N * F), A.F3 = take(N * F);
+  A.Q1 = take(N * Q), A.Q2 = take(N * Q);
+  A.K1 = take(N * K), A.K2 = take(N * K), A.K3 = take(N * K);
+}
+
+// ----------------------------------------------------------------------------------- forward
+
+// Runs embedding, all blocks and the final norm; leaves the normed hidden states in acts_->xf.
+void Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
+  Acts& A = *acts_;
+  const int64_t N = B * T, D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(),
+                F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
+  const float* P = params_.data();
+  const float eps = cfg_.norm_eps;
+  embedding_forward(P + layout_.embed, tokens, N, D, A.L[0].x, cfg_.vocab_size);
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    auto& a = A.L[l];
+    const LayerOffsets& w = layout_.layers[l];
+    float* x_next = l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL;
+    // Attention sub-block.
+    gemm(false, true, N, Q, D, 1.0f, a.x, P + w.q, 0.0f, a.q_raw);
+    gemm(false, true, N, K, D, 1.0f, a.x, P + w.k, 0.0f, a.k_raw);
+    gemm(false, true, N, K, D, 1.0f, a.x, P + w.v, 0.0f, a.v);
+    rmsnorm_forward(a.q_raw, P + w.q_norm, a.q, a.rq, N, Q, eps);
+    rmsnorm_forward(a.k_raw, P + w.k_norm, a.k, a.rk, N, K, eps);
+    rope_forward(a.q, B, T, H, hd, rope_);
+    rope_forward(a.k, B, T, KV, hd, rope_);
+    AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
+    attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+    gemm(false, true, N, D, Q, 1.0f, a.o, P + w.o, 0.0f, a.a);
+    rmsnorm_forward(a.a, P + w.attn_norm, A.tD, a.ra, N, D, eps);
+    add(a.h, a.x, A.tD, N * D);
+    // Feed-forward sub-block.
+    gemm(false, true, N, F, D, 1.0f, a.h, P + w.gate, 0.0f, a.g);
+    gemm(false, true, N, F, D, 1.0f, a.h, P + w.up, 0.0f, a.u);
+    swiglu_forward(a.g, a.u, A.F1, N * F);
+    gemm(false, true, N, D, F, 1.0f, A.F1, P + w.down, 0.0f, a.f);
+    rmsnorm_forward(a.f, P + w.ffn_norm, A.tD, a.rf, N, D, eps);
+    add(x_next, a.h, A.tD, N * D);
+  }
+  rmsnorm_forward(A.xL, P + layout_.final_norm, A.xf, A.rfin, N, D, eps);
+}
+
+// ---------------------------------------------------------------------------------- backward
+
+// Expects forward() state and d(loss)/d(final-normed x) in acts_->tD; accumulates into grads_.
+void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
+  Acts& A = *acts_;
+  const int64_t N = B * T, D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(),
+                F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
+  const float* P = params_.data();
+  float* G = grads_.data();
+  rmsnorm_backward(A.tD, A.xL, P + layout_.final_norm, A.rfin, A.dres, G + layout_.final_norm,
+                   N, D);
+  for (int64_t l = cfg_.n_layers - 1; l >= 0; --l) {
+    auto& a = A.L[l];
+    const LayerOffsets& w = layout_.layers[l];
+    // out = h + norm_ffn(f): dres is d out; d h = dres + (through the MLP).
+    rmsnorm_backward(A.dres, a.f, P + w.ffn_norm, a.rf, A.tD, G + w.ffn_norm, N, D);
+    swiglu_forward(a.g, a.u, A.F1, N * F);  // recompute s (not stored)
+    gemm(true, false, D, F, N, 1.0f, A.tD, A.F1, 1.0f, G + w.down);
+    gemm(false, false, N, F, D, 1.0f, A.tD, P + w.down, 0.0f, A.F1);
+    swiglu_backward(a.g, a.u, A.F1, A.F2, A.F3, N * F);
+    gemm(true, false, F, D, N, 1.0f, A.F2, a.h, 1.0f, G + w.gate);
+    gemm(true, false, F, D, N, 1.0f, A.F3, a.h, 1.0f, G + w.up);
+    gemm(false, false, N, D, F, 1.0f, A.F2, P + w.gate, 1.0f, A.dres);
+    gemm(false, false, N, D, F, 1.0f, A.F3, P + w.up, 1.0f, A.dres);
+    // h = x + norm_attn(a): dres is now d h; d x = dres + (through attention).
+    rmsnorm_backward(A.dres, a.a, P + w.attn_norm, a.ra, A.tD, G + w.attn_norm, N, D);
+    gemm(true, false, D, Q, N, 1.0f, A.tD, a.o, 1.0f, G + w.o);
+    gemm(false, false, N, Q, D, 1.0f, A.tD, P + w.o, 0.0f, A.Q1);
+    AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
+    attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
+    rope_backward(A.Q2, B, T, H, hd, rope_);
+    rope_backward(A.K1, B, T, KV, hd, rope_);
+    rmsnorm_backward(A.Q2, a.q_raw, P + w.q_norm, a.rq, A.Q1, G + w.q_norm, N, Q);
+    rmsnorm_backward(A.K1, a.k_raw, P + w.k_norm, a.rk, A.K3, G + w.k_norm, N, K);
+    gemm(true, false, Q, D, N, 1.0f, A.Q1, a.x, 1.0f, G + w.q);
+    gemm(true, false, K, D, N, 1.0f, A.K3, a.x, 1.0f, G + w.k);
+    gemm(true, false, K, D, N, 1.0f, A.K2, a.x, 1.0f, G + w.v);
+    gemm(false, false, N, D, Q, 1.0f, A.Q1, P + w.q, 1.0f, A.dres);
+    gemm(false, false, N, D, K, 1.0f, A.K3, P + w.k, 1.0f, A.dres);
+    gemm(false, false, N, D, K, 1.0f, A.K2, P + w.v, 1.0f, A.dres);
+  }
+  embedding_backward(A.dres, tokens, N, D, G + layout_.embed, cfg_.vocab_size);
+}
+
+// ------------------------------------------------------------------------------- entry points
+
+LossSums Olmo3::forward_backward(const int32_t* tokens, const int32_t* targets,
+                                 const int32_t* doc_ids, int64_t B, int64_t T, float grad_scale,
+                                 float z_coef) {
+  ensure(B, T);
+  forward(tokens, doc_ids, B, T);
+  Acts& A = *acts_;
+  const int64_t N = B * T, D = cfg_.d_model;
+  LossSums s = lm_head_loss(A.xf, params_.data() + layout_.lm_head, targets, N, D,
+                            cfg_.vocab_size, z_coef, grad_scale, A.tD,
+                            grads_.data() + layout_.lm_head);
+  backward(tokens, doc_ids, B, T);
+  return s;
+}
+
+LossSums Olmo3::forward_loss(const int32_t* tokens, const int32_t* targets,
+                             const int32_t* doc_ids, int64_t B, int64_t T, float z_coef) {
+  ensure(B, T);
+  forward(tokens, doc_ids, B, T);
+  return lm_head_loss(acts_->xf, params_.data() + layout_.lm_head, targets, B * T, cfg_.d_model,
+                      cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
+}
+
+void Olmo3::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
+  ensure(B, T);
+  forward(tokens, nullptr, B, T);
+  gemm(false, true, B * T, cfg_.vocab_size, cfg_.d_model, 1.0f, acts_->xf,
+       params_.data() + layout_.lm_head, 0.0f, logits);
+}
+
+}  // namespace olmo::model

@@ -1,0 +1,157 @@
+// Standard callbacks (see callbacks.h).
+#include "train/callbacks.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace olmo::train {
+
+static const char* start_name(StartKind k) {
+  switch (k) {
+    case StartKind::fresh: return "fresh";
+    case StartKind::hf_init: return "hf_init";
+    case StartKind::phase: return "phase";
+    case StartKind::resume: return "resume";
+  }
+  return "?";
+}
+
+// JSON number or null for NaN/inf (JSON has no NaN).
+static json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+void ConfigSaver::on_start(Trainer& t) {
+  write_file_atomic((fs::path(t.run_dir()) / "config.yaml").string(), to_yaml(t.config()));
+}
+
+void MetricsLogger::on_start(Trainer& t) {
+  const auto& mc = t.model().config();
+  json rec = {{"kind", "info"},
+              {"event", "start"},
+              {"step", t.step()},
+              {"start", start_name(t.start_kind())},
+              {"from", t.start_from()},
+              {"total_steps", t.total_steps()},
+              {"t_max", t.schedule_steps()},
+              {"params", t.model().num_params()},
+              {"flops_per_token", t.flops_per_token()},
+              {"peak_gflops", t.peak_gflops()},
+              {"seq_len", t.config().data.seq_len},
+              {"global_batch_tokens", t.config().data.global_batch_tokens},
+              {"d_model", mc.d_model},
+              {"n_layers", mc.n_layers}};
+  t.metrics().write(rec);
+  for (auto& w : t.warnings()) t.progress().message("warning: " + w);
+  std::string from = t.start_from().empty() ? "" : " from " + t.start_from();
+  t.progress().message(cat("train: ", t.config().name, ": ", start_name(t.start_kind()), from,
+                           " at step ", t.step(), "/", t.total_steps(), ", ",
+                           t.model().num_params(), " params, ",
+                           t.config().data.global_batch_tokens, " tokens/step, fp32 peak ",
+                           int(t.peak_gflops()), " GFLOP/s"));
+}
+
+void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
+  json rec = {{"kind", "train"},
+              {"step", r.step},
+              {"loss", num(r.loss)},
+              {"z_loss", num(r.z_loss)},
+              {"grad_norm", num(r.grad_norm)},
+              {"lr", r.lr},
+              {"skipped", r.skipped},
+              {"tokens", r.batch_tokens},
+              {"target_tokens", r.target_tokens},
+              {"tokens_seen", r.tokens_seen},
+              {"step_s", r.seconds},
+              {"tokens_per_s", r.tokens_per_s},
+              {"mfu", r.mfu},
+              {"peak_gflops", t.peak_gflops()},
+              {"eta_s", r.eta_s},
+              {"batch_hash", r.batch_hash}};
+  if (!r.instance_indices.empty()) rec["instances"] = r.instance_indices;
+  t.metrics().write(rec);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "loss %.4f z %.2e |g| %.3f lr %.3e %s| %.0f tok/s MFU %.1f%% ETA %s",
+                r.loss, r.z_loss, r.grad_norm, r.lr, r.skipped ? "SKIPPED " : "", r.tokens_per_s,
+                r.mfu, format_duration(r.eta_s).c_str());
+  t.progress().step(r.step, buf);
+}
+
+void MetricsLogger::on_end(Trainer& t) {
+  t.progress().finish();
+  t.metrics().write({{"kind", "info"}, {"event", "end"}, {"step", t.step()},
+                     {"tokens_seen", t.tokens_seen()}});
+}
+
+void Evaluator::on_start(Trainer& t) {
+  const Config& c = t.config();
+  data::FslOptions opt;
+  opt.eos_id = uint32_t(c.data.eos_id);
+  opt.pad_id = uint32_t(c.data.pad_id);
+  for (auto& [label, path] : c.eval.sets)
+    sets_.push_back(std::make_unique<eval::LmEvaluator>(
+        label, path, c.data.seq_len, uint32_t(t.model().config().vocab_size), opt,
+        c.eval.max_instances, c.eval.batch_instances));
+  if (c.eval.at_start && t.step() == 0) evaluate(t);
+  if (t.step() > 0) last_step_ = t.step();  // resumed: that step was evaluated (or not) before
+}
+
+std::vector<eval::EvalResult> Evaluator::evaluate(Trainer& t) {
+  std::vector<eval::EvalResult> out;
+  for (auto& s : sets_) {
+    eval::EvalResult r = s->run(t.model());
+    t.metrics().write({{"kind", "eval"}, {"step", t.step()}, {"set", r.label},
+                       {"loss", num(r.loss)}, {"ppl", num(r.ppl)}, {"tokens", r.tokens},
+                       {"instances", r.instances}, {"seconds", r.seconds}});
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "eval step %lld %-16s loss %.4f ppl %.2f (%lld tokens, %.1fs)",
+                  (long long)t.step(), r.label.c_str(), r.loss, r.ppl, (long long)r.tokens,
+                  r.seconds);
+    t.progress().message(buf);
+    out.push_back(r);
+  }
+  last_step_ = t.step();
+  return out;
+}
+
+void Evaluator::on_step(Trainer& t, const StepResult& r) {
+  int64_t every = t.config().eval.interval;
+  if (every > 0 && r.step % every == 0 && r.step != t.total_steps()) evaluate(t);
+}
+
+void Evaluator::on_end(Trainer& t) {
+  if (last_step_ != t.step()) evaluate(t);
+}
+
+void Checkpointer::on_start(Trainer& t) { last_saved_ = t.step(); }
+
+void Checkpointer::on_step(Trainer& t, const StepResult& r) {
+  int64_t every = t.config().trainer.save_interval;
+  if (every > 0 && r.step % every == 0) {
+    std::string dir = t.save_checkpoint();
+    last_saved_ = r.step;
+    t.progress().message("checkpoint " + dir);
+  }
+}
+
+void Checkpointer::on_end(Trainer& t) {
+  if (last_saved_ != t.step()) {
+    std::string dir = t.save_checkpoint();
+    last_saved_ = t.step();
+    t.progress().message("checkpoint " + dir);
+  }
+}
+
+void add_default_callbacks(Trainer& t) {
+  t.add_callback(std::make_unique<ConfigSaver>());
+  t.add_callback(std::make_unique<MetricsLogger>());
+  if (!t.config().eval.sets.empty()) t.add_callback(std::make_unique<Evaluator>());
+  t.add_callback(std::make_unique<Checkpointer>());
+}
+
+}  // namespace olmo::train

@@ -1,0 +1,133 @@
+// Training configuration as data: a YAML file (yaml-cpp) with `base:` inheritance and
+// MaxText-style `key=value` command-line overrides (dotted keys, values parsed as YAML scalars or
+// flow sequences/maps, e.g. optim.lr=1e-3 model.window_pattern=[64,64,64,-1]).
+// Contract: every field lives in one table (visit_fields); a key outside it, a value of the wrong
+// type, or a contradiction (validate) throws olmo::Error naming the key and the file:line (or the
+// override) it came from. Field names follow OLMo-core's config objects where one exists
+// (optim.*, scheduler.*, trainer.*, data.*); see configs/olmo3-7b-*.yaml for the mapping.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace olmo::train {
+
+struct ModelSection {
+  std::string preset = "";          // model preset (src/model preset(): olmo3-7b, olmo3-190m, ...)
+  // Explicit architecture fields; 0 / empty means "take it from the preset".
+  int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, ffn_hidden = 0;
+  int64_t vocab_size = 0;           // embedding rows (padded vocab, OLMo-core pads to 128)
+  double rope_theta = 0, norm_eps = 0;
+  std::vector<int64_t> window_pattern;  // per-layer window, cycled (layer i: pattern[i % n]); -1 full
+  int64_t force_full_last = -1;     // 1/0 = last layer full attention (OLMo 3: 1); -1 = preset
+  int64_t force_full_first = -1;    // 1/0; -1 = preset
+  // YaRN RoPE scaling on the full-attention layers (stage 3); yarn_factor 0 = none.
+  double yarn_factor = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
+  int64_t yarn_old_context_len = 8192;
+};
+
+struct DataSection {
+  std::string mix = "";              // mix file of `label,path` lines (train data)
+  int64_t seq_len = 0;               // tokens per instance (OLMo-core sequence_length)
+  int64_t global_batch_tokens = 0;   // OLMo-core global_batch_size (tokens)
+  int64_t micro_batch_tokens = 0;    // OLMo-core rank_microbatch_size (tokens)
+  int64_t processes = 1;             // data-parallel world size
+  int64_t seed = 0;                  // data-loader shuffle seed
+  int64_t eos_id = 100257;           // dolma2 <|endoftext|> (eval documents end at it)
+  int64_t pad_id = 100277;           // dolma2 <|pad|> (eval instances are padded with it)
+  std::string dataset = "fsl";       // fsl (NumpyFSLDataset) | packed_fsl (NumpyPackedFSLDataset)
+  bool generate_doc_lengths = false; // intra-document attention masking (packed_fsl)
+  int64_t source_group_size = 1;     // packed_fsl: files packed together
+  int64_t source_permutation_seed = 0;
+};
+
+struct EvalSection {
+  std::map<std::string, std::string> sets;  // label -> held-out token file/dir (one doc/instance)
+  int64_t interval = 0;              // evaluate every N steps (0: only at start and end)
+  int64_t max_instances = 0;         // cap per set (0 = all)
+  int64_t batch_instances = 4;       // instances per forward
+  bool at_start = true;              // evaluate before step 1
+};
+
+struct OptimSection {
+  std::string name = "skip_step_adamw";
+  double lr = 0;
+  std::vector<double> betas = {0.9, 0.95};
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double embedding_weight_decay = 0.0;  // OptimGroupOverride(["embeddings.weight"], wd 0.0)
+  double max_grad_norm = 1.0;
+  bool skip_step = true;              // SkipStepAdamW rule
+  int64_t rolling_interval_length = 128;
+  double sigma_factor = 6.0;
+};
+
+struct SchedulerSection {
+  std::string name = "";             // cos_with_warmup | half_cos_with_warmup | linear_with_warmup
+                                     // | constant | wsd
+  int64_t warmup_steps = 0;
+  double alpha_f = 0.1;              // final lr = alpha_f * lr
+  int64_t decay_steps = 0;           // wsd: length of the final decay
+  double warmup_min_lr = 0.0;
+};
+
+struct TrainerSection {
+  std::string run_dir = "";
+  double max_tokens = 0;             // Duration.tokens (schedule horizon); or
+  int64_t max_steps = 0;             // Duration.steps (wins when set)
+  int64_t hard_stop_steps = 0;       // stop earlier, schedule unchanged (0 = none)
+  int64_t hard_stop_epochs = 0;      // stop at the end of this many epochs (0 = none)
+  double z_loss_multiplier = 1e-5;
+  int64_t init_seed = 12536;         // model init seed (OLMo-core ExperimentConfig.init_seed)
+  int64_t save_interval = 0;         // checkpoint every N steps (0: only at the end)
+  int64_t keep_last = 2;             // complete checkpoints kept
+  int64_t log_interval = 1;          // metrics line every N steps
+  int64_t peak_interval = 200;       // re-measure the fp32 peak every N steps (MFU); 0: only
+                                     // at start; -1: never (MFU reported as 0)
+  std::string load_path = "";        // checkpoint to start from (phases)
+  bool load_trainer_state = true;
+  bool load_optim_state = true;
+  std::string progress = "auto";     // auto | on | off (progress bar on a terminal)
+  bool log_batch_indices = false;    // write each step's dataset instance indices (audits)
+  std::string init_from_hf = "";     // HF model dir (config.json + model.safetensors) for init
+  int64_t threads = 0;               // OpenMP threads (0 = leave default)
+};
+
+struct Config {
+  std::string name = "";
+  std::string description = "";
+  std::string source = "";           // which official script this mirrors (citation)
+  ModelSection model;
+  DataSection data;
+  EvalSection eval;
+  OptimSection optim;
+  SchedulerSection scheduler;
+  TrainerSection trainer;
+
+  // Where each key was last set ("file:line" or "override"); for --dry-run and error messages.
+  std::map<std::string, std::string> origin;
+  std::vector<std::string> files;    // config files read, base first
+};
+
+// Loads `path` (following `base:` chains, relative to the including file), then applies the
+// overrides in order. Throws olmo::Error on unknown keys, wrong types, bad YAML, base cycles.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Applies one `key=value` override.
+void apply_override(Config& c, const std::string& kv);
+// Contradictions and ranges; with check_files also that data.mix / eval sets / load_path exist.
+void validate(const Config& c, bool check_files);
+// The resolved config as YAML (every field, sections in schema order).
+std::string to_yaml(const Config& c);
+// Every known dotted key (for docs and suggestions).
+std::vector<std::string> known_keys();
+
+// Derived quantities (OLMo-core semantics).
+int64_t batch_instances(const Config& c);      // global_batch_tokens / seq_len
+int64_t micro_batches(const Config& c);        // per process per step
+int64_t schedule_steps(const Config& c);       // t_max: max_steps or ceil(max_tokens/batch)
+// Steps this run executes: min(t_max, hard_stop_steps, epochs*batches_per_epoch) where the
+// epoch bound is used only when batches_per_epoch > 0.
+int64_t run_steps(const Config& c, int64_t batches_per_epoch);
+
+}  // namespace olmo::train

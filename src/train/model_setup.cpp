@@ -1,0 +1,69 @@
+// Builds model::ModelConfig from the YAML config (see model_setup.h).
+#include "train/model_setup.h"
+
+#include "core/error.h"
+
+namespace olmo::train {
+
+static int64_t llama_ffn(int64_t d) {
+  int64_t h = int64_t(8.0 * double(d) / 3.0);
+  return 256 * ((h + 255) / 256);
+}
+
+model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
+  const ModelSection& m = c.model;
+  model::ModelConfig mc;
+  bool from_preset = !m.preset.empty();
+  if (from_preset) {
+    try {
+      mc = model::preset(m.preset);
+    } catch (const Error& e) {
+      throw Error(cat("config key 'model.preset': ", e.what()));
+    }
+  } else {
+    OLMO_CHECK(m.d_model > 0 && m.n_layers > 0 && m.n_heads > 0 && m.vocab_size > 0,
+               "config: model.preset is empty, so model.d_model, model.n_layers, model.n_heads "
+               "and model.vocab_size must all be set");
+    mc.name = c.name.empty() ? "custom" : c.name;
+  }
+  int64_t old_layers = mc.n_layers;
+  bool resized = false;
+  if (m.d_model > 0) { resized |= m.d_model != mc.d_model; mc.d_model = m.d_model; }
+  if (m.n_heads > 0) { resized |= m.n_heads != mc.n_heads; mc.n_heads = m.n_heads; }
+  if (m.n_layers > 0) mc.n_layers = m.n_layers;
+  if (m.n_kv_heads > 0) mc.n_kv_heads = m.n_kv_heads;
+  else if (!from_preset || resized) mc.n_kv_heads = mc.n_heads;
+  if (!from_preset || resized) {
+    OLMO_CHECK(mc.d_model % mc.n_heads == 0, "config key 'model.n_heads' = ", mc.n_heads,
+               " does not divide model.d_model = ", mc.d_model);
+    mc.head_dim = mc.d_model / mc.n_heads;
+  }
+  if (m.ffn_hidden > 0) mc.ffn_hidden = m.ffn_hidden;
+  else if (!from_preset || resized) mc.ffn_hidden = llama_ffn(mc.d_model);
+  if (m.vocab_size > 0) mc.vocab_size = m.vocab_size;
+  if (m.rope_theta > 0) mc.rope_theta = m.rope_theta;
+  else if (!from_preset) mc.rope_theta = 500000;
+  if (m.norm_eps > 0) mc.norm_eps = float(m.norm_eps);
+  else if (!from_preset) mc.norm_eps = 1e-6f;
+  mc.max_seq_len = c.data.seq_len;
+
+  if (!m.window_pattern.empty()) {
+    mc.layer_window.assign(mc.n_layers, 0);
+    for (int64_t i = 0; i < mc.n_layers; ++i) {
+      int64_t w = m.window_pattern[i % m.window_pattern.size()];
+      mc.layer_window[i] = w < 0 ? 0 : w;
+    }
+    if (m.force_full_last != 0) mc.layer_window[mc.n_layers - 1] = 0;   // default on (OLMo 3)
+    if (m.force_full_first == 1) mc.layer_window[0] = 0;
+  } else if (mc.n_layers != old_layers || mc.layer_window.empty()) {
+    mc.layer_window = model::olmo3_layer_windows(mc.n_layers);
+  }
+  if (!allow_unsupported)
+    OLMO_CHECK(m.yarn_factor == 0, "config key 'model.yarn_factor' = ", m.yarn_factor,
+               ": YaRN RoPE scaling is not implemented by the model yet (stage 3 runs only with "
+               "--dry-run)");
+  model::validate(mc, "config section 'model'");
+  return mc;
+}
+
+}  // namespace olmo::train
