@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Tokenizer throughput: olmo's C++ dolma2/cl100k encode vs PyPI tiktoken, same text, same run.
 
-Both run single-threaded on one string of ~10 MB of real text (default: Python 3.11 stdlib .py
-files without tests, then /usr/share/doc changelogs and copyright files; or --input FILE):
+Both run single-threaded on one string of ~10 MB of real text (default: 60% Python 3.11 stdlib .py
+files without tests, 40% /usr/share/doc copyright files and changelogs; or --input FILE):
   ours:     `olmo tokenize --bench FILE --repeat R` (encode_append on one thread, best of R)
   tiktoken: Encoding.encode_ordinary(text), best of R (Rust core, one thread)
 The token counts must agree (full id parity is the job of tests/data/tokenizer_parity.py).
@@ -25,21 +25,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def gather(limit):
-    parts, n = [], 0
+    """60% stdlib Python code, 40% English prose (Debian changelogs and copyright files)."""
+    parts = []
+
+    def take(files, budget):
+        n = 0
+        for f in files:
+            try:
+                raw = gzip.open(f).read() if f.endswith(".gz") else open(f, "rb").read()
+                t = raw.decode("utf-8")
+            except (UnicodeDecodeError, OSError, EOFError):
+                continue
+            parts.append(t)
+            n += len(raw)
+            if n >= budget:
+                return n
+        return n
+
     py = sorted(f for f in glob.glob("/usr/lib/python3.11/**/*.py", recursive=True)
                 if "/test" not in f and "site-packages" not in f)
-    docs = sorted(glob.glob("/usr/share/doc/**/changelog*.gz", recursive=True)) + \
-        sorted(glob.glob("/usr/share/doc/*/copyright"))
-    for f in py + docs:
-        try:
-            raw = gzip.open(f).read() if f.endswith(".gz") else open(f, "rb").read()
-            t = raw.decode("utf-8")
-        except (UnicodeDecodeError, OSError, EOFError):
-            continue
-        parts.append(t)
-        n += len(raw)
-        if n >= limit:
-            break
+    docs = sorted(glob.glob("/usr/share/doc/*/copyright")) + \
+        sorted(glob.glob("/usr/share/doc/**/changelog*.gz", recursive=True))
+    got = take(py, limit * 6 // 10)
+    take(docs, limit - got)
     return "\n".join(parts)
 
 

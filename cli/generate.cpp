@@ -1,6 +1,8 @@
 // `olmo generate PATH --prompt TEXT [--tokens N]`: greedy continuation of a prompt by a trained
 // model. PATH: a checkpoint dir (RUN_DIR/stepN), a run dir (its newest complete checkpoint) or an
 // HF model dir (config.json + model.safetensors). Uses the dolma2 tokenizer (cl100k ranks).
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -35,7 +37,8 @@ int run_generate(int argc, char** argv) {
   std::vector<uint32_t> out =
       eval::greedy_generate(*m, prompt, n, m->config().max_seq_len, tok.eos_id());
   std::printf("%s", a.get("--prompt").c_str());
-  std::printf("\033[1m%s\033[0m\n", tok.decode(out).c_str());
+  bool tty = isatty(fileno(stdout));
+  std::printf(tty ? "\033[1m%s\033[0m\n" : "%s\n", tok.decode(out).c_str());
   if (a.has("--ids")) {
     std::printf("prompt ids:");
     for (auto t : prompt) std::printf(" %u", t);

@@ -70,7 +70,10 @@ TEST(Olmo3, BackwardMatchesCentralDifferencesPerTensor) {
     // Direction u restricted to this tensor, |u| = 1; derivative of the mean loss along u.
     std::vector<double> u(p.numel);
     double nu = 0;
-    for (auto& x : u) nu += (x = nd(g)) * x;
+    for (auto& x : u) {
+      x = nd(g);
+      nu += x * x;
+    }
     for (auto& x : u) x /= std::sqrt(nu);
     double analytic = 0;
     for (size_t i = 0; i < p.numel; ++i) analytic += grad[p.offset + i] * u[i] / count;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The main job's training half (`make demo` runs it after `make corpus`): trains
+# configs/demo.yaml into runs/demo (resuming if a checkpoint is there), evaluating both held-out
+# sets before, during and after training; draws the loss plot; prints a greedy continuation of
+# a prompt from the trained model; then a summary (held-out loss at start/end, tokens/s, MFU).
+# usage: scripts/run_demo.sh [key=value ...]   (overrides for configs/demo.yaml)
+# env: OLMO_BIN (default build/olmo), DEMO_PROMPT, DEMO_TOKENS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${OLMO_BIN:-build/olmo}
+RUN=runs/demo
+for a in "$@"; do
+  case "$a" in trainer.run_dir=*) RUN=${a#*=} ;; esac
+done
+PROMPT=${DEMO_PROMPT:-"The Debian package manager"}
+PY=.venv/bin/python
+[ -x "$PY" ] || PY=python3
+for f in data/tokens/train.mix data/tokens/val_id data/tokens/val_ood_gcide; do
+  [ -e "$f" ] || { echo "run_demo.sh: $f is missing: run 'make corpus' first" >&2; exit 1; }
+done
+
+echo "[demo] training configs/demo.yaml -> $RUN"
+"$BIN" train configs/demo.yaml "$@"
+echo "[demo] loss plot"
+PLOT=$("$BIN" plot "$RUN")
+echo "[demo] greedy continuation"
+"$BIN" generate "$RUN" --prompt "$PROMPT" --tokens "${DEMO_TOKENS:-24}"
+"$PY" - "$RUN" "$PLOT" <<'PYEOF'
+import json, sys
+run, plot = sys.argv[1], sys.argv[2]
+train, ev = [], {}
+for line in open(f"{run}/metrics.jsonl"):
+    r = json.loads(line)
+    if r.get("kind") == "train":
+        train.append(r)
+    elif r.get("kind") == "eval":
+        ev.setdefault(r["set"], []).append(r)
+print(f"[demo] summary of {run}")
+for name, rs in sorted(ev.items()):
+    rs.sort(key=lambda r: r["step"])
+    a, b = rs[0], rs[-1]
+    print(f"  held-out {name:14s} step {a['step']:4d}: loss {a['loss']:.4f} (ppl {a['ppl']:.1f})"
+          f"  ->  step {b['step']:4d}: loss {b['loss']:.4f} (ppl {b['ppl']:.1f})")
+if train:
+    steady = train[1:] or train
+    toks = sum(r["tokens"] for r in steady)
+    secs = sum(r["step_s"] for r in steady)
+    mfu = sum(r["mfu"] for r in steady) / len(steady)
+    print(f"  train loss step {train[0]['step']}: {train[0]['loss']:.4f} -> step {train[-1]['step']}: "
+          f"{train[-1]['loss']:.4f}")
+    print(f"  throughput {toks / secs:.0f} tokens/s, mean MFU {mfu:.1f}% of the measured fp32 peak "
+          f"(steps 2..{train[-1]['step']})")
+print(f"  plot: {plot}")
+PYEOF
