@@ -3,7 +3,7 @@
 // FLOPs counted as useful work only: attention forward 4*hd*pairs*H, backward 8*hd*pairs*H
 // (pairs = visible query-key pairs; recomputation not counted); LM head 2*N*D*V forward,
 // 6*N*D*V with both gradients.
-// Usage: bench_attention [attn|loss|all|cmp] [reps] [chunk_rows] [cpu|wall]  (threads: OMP_NUM_THREADS)
+// Usage: bench_attention [attn|loss|all|cmp|shapes] [reps] [chunk_rows] [cpu|wall]  (threads: OMP_NUM_THREADS)
 #include <omp.h>
 
 #include <algorithm>
@@ -124,45 +124,46 @@ void bench_loss(int reps, double peak, int64_t chunk) {
   std::fflush(stdout);
 }
 
-// Row-chunked (lm_head_loss) vs vocab-tiled (lm_head_loss_vocab_tiled) at the same shape, with
-// both gradients, interleaved rep by rep so both see the same machine load; then the oneDNN gemm
-// shapes each path is made of (GFLOP/s), for the ratio to plain gemm.
-void bench_loss_compare(int reps, int64_t chunk) {
+// lm_head_loss with both gradients at several row-chunk sizes, interleaved rep by rep so all see
+// the same machine load ("cmp"); then ("cmp" and "shapes") the oneDNN gemm shapes the row-chunked
+// path is made of, and those a vocab-tiled two-pass variant would use (N x Vb tiles, one extra
+// forward gemm: measured 20-25% slower end to end on 2026-12-02 and not kept), in GFLOP/s.
+void bench_loss_compare(int reps, int64_t chunk, bool loss_variants) {
   const int64_t N = 2048, D = 768, V = 100352;
   auto x = randv(N * D, 5, 1.0f), W = randv(V * D, 6, 0.02f);
   std::vector<float> dx(N * D), dW(V * D, 0.0f);
   std::vector<int32_t> t(N);
   for (int64_t i = 0; i < N; ++i) t[i] = int32_t((i * 7919) % V);
   const double fb = 6.0 * N * D * V;
-  for (int r = 0; r < reps; ++r) {
-    LossSums a, b;
-    const double ta = best_of(1, [&] {
-      a = lm_head_loss(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f / N, dx.data(),
-                       dW.data(), chunk);
-    });
-    const double tb = best_of(1, [&] {
-      b = lm_head_loss_vocab_tiled(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f / N,
-                                   dx.data(), dW.data(), 0);
-    });
-    std::printf("loss+dx+dW rep %d: row-chunked %7.1f ms (%6.1f GFLOP/s useful)  vocab-tiled "
-                "%7.1f ms (%6.1f GFLOP/s useful)  ratio %.3f  [ce/N %.6f %.6f]\n",
-                r, ta * 1e3, fb / ta * 1e-9, tb * 1e3, fb / tb * 1e-9, ta / tb,
-                a.ce_sum / a.count, b.ce_sum / b.count);
-    std::fflush(stdout);
-  }
+  // Row chunk 160 (auto, or the chunk argument), 256, 384 rows (64 / 103 / 154 MB of logits).
+  const int64_t chunks[] = {chunk, 256, 384};
+  for (int r = 0; r < (loss_variants ? reps : 0); ++r)
+    for (int64_t c : chunks) {
+      LossSums a;
+      const double ta = best_of(1, [&] {
+        a = lm_head_loss(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f / N, dx.data(),
+                         dW.data(), c);
+      });
+      std::printf("loss+dx+dW rep %d: chunk %4lld  %7.1f ms  %6.1f GFLOP/s (6NDV)  [ce/N %.6f]\n",
+                  r, (long long)c, ta * 1e3, fb / ta * 1e-9, a.ce_sum / a.count);
+      std::fflush(stdout);
+    }
   struct G { const char* what; bool ta, tb; int64_t M, N, K; float beta; };
   const int64_t C = 160, Vb = 8192;
   std::vector<float> A(std::max(C * V, N * Vb)), Cm(std::max(C * V, N * Vb));
   for (G g : {G{"row fwd  x_c W^T", false, true, C, V, D, 0.0f},
               G{"row dx   dl W   ", false, false, C, D, V, 0.0f},
+              G{"row dxT  W^T dl^T", true, true, D, C, V, 0.0f},
               G{"row dW   dl^T x ", true, false, V, D, C, 1.0f},
               G{"voc fwd  x Wb^T ", false, true, N, Vb, D, 0.0f},
               G{"voc dx   dl Wb  ", false, false, N, D, Vb, 1.0f},
               G{"voc dW   dl^T x ", true, false, Vb, D, N, 1.0f}}) {
-    const float* Bp = g.ta ? x.data() : W.data();
-    float* Cp = g.ta ? dW.data() : Cm.data();
+    const bool dxT = g.ta && g.tb;  // dx^T = W^T dlogits^T: A = W [V, D], B = dlogits [C, V]
+    const float* Ap = dxT ? W.data() : A.data();
+    const float* Bp = dxT ? A.data() : g.ta ? x.data() : W.data();
+    float* Cp = g.ta && !dxT ? dW.data() : Cm.data();
     const double tg = best_of(reps, [&] {
-      gemm(g.ta, g.tb, g.M, g.N, g.K, 1.0f, A.data(), Bp, g.beta, Cp);
+      gemm(g.ta, g.tb, g.M, g.N, g.K, 1.0f, Ap, Bp, g.beta, Cp);
     });
     std::printf("gemm %s M=%6lld N=%6lld K=%6lld: %6.1f GFLOP/s\n", g.what, (long long)g.M,
                 (long long)g.N, (long long)g.K, 2.0 * g.M * g.N * g.K / tg * 1e-9);
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
   bench_gemm_anchor(reps, p0);
   if (what == "attn" || what == "all") bench_attention(reps, p0);
   if (what == "loss" || what == "all") bench_loss(reps, p0, chunk);
-  if (what == "cmp") bench_loss_compare(reps, chunk);
+  if (what == "cmp" || what == "shapes") bench_loss_compare(reps, chunk, what == "cmp");
   std::printf("peak(after)=%.1f GFLOP/s\n", measure_fp32_peak_gflops(0.3));
   return 0;
 }

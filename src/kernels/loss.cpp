@@ -72,83 +72,13 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
     }
     for (int64_t r0 = 0; r0 < c; ++r0) r.ce_sum += ce[r0], r.z_sum += lz[r0];
     r.count += c;
-    if (dx) {
-      gemm(false, false, c, D, V, 1.0f, logits.data(), W, 0.0f, dxc.data());
+    if (dx) {  // dx_c^T [D, c] = W^T dlogits^T: oneDNN runs this form ~6% faster than dlogits W
+      gemm(true, true, D, c, V, 1.0f, W, logits.data(), 0.0f, dxc.data());
       for (int64_t r0 = 0; r0 < c; ++r0)
-        std::copy(dxc.data() + r0 * D, dxc.data() + r0 * D + D, dx + rows[c0 + r0] * D);
+        for (int64_t d = 0; d < D; ++d) dx[rows[c0 + r0] * D + d] = dxc[d * c + r0];
     }
     if (dW) gemm(true, false, V, D, c, 1.0f, logits.data(), xc.data(), 1.0f, dW);
   }
-  return r;
-}
-
-// Vocab-tiled two-pass variant (contract in loss.h). Pass 1: per vocab block of Vb rows of W,
-// logits = x_v W_blk^T [n, Vb] (one gemm with K = D, M = all n valid rows), per-row block lse,
-// combined across blocks by log-add-exp in double (fixed order: deterministic). Pass 2 (only with
-// gradients): recompute the same block gemm (bit-identical), dlogits in place,
-// dx_v += dlogits W_blk (K = Vb) and dW_blk += dlogits^T x_v (K = n): each dW row block is read
-// and written once per call. 8*n*D*V flops with gradients (one forward gemm more than the row
-// chunked path), memory n * Vb floats (+ 2 n*D for the gathered x and dx).
-LossSums lm_head_loss_vocab_tiled(const float* x, const float* W, const int32_t* targets,
-                                  int64_t N, int64_t D, int64_t V, float z_coef, float grad_scale,
-                                  float* dx, float* dW, int64_t vocab_block) {
-  OLMO_CHECK(N >= 0 && D > 0 && V > 0, "lm_head_loss: bad shape N=", N, " D=", D, " V=", V);
-  std::vector<int64_t> rows;
-  rows.reserve(N);
-  for (int64_t i = 0; i < N; ++i) {
-    OLMO_CHECK(targets[i] == kIgnoreIndex || (targets[i] >= 0 && targets[i] < V),
-               "lm_head_loss: target[", i, "] = ", targets[i], " is outside [0, ", V, ")");
-    if (targets[i] != kIgnoreIndex) rows.push_back(i);
-  }
-  if (dx) std::fill(dx, dx + N * D, 0.0f);
-  const int64_t n = int64_t(rows.size());
-  LossSums r;
-  if (n == 0) return r;
-  // Auto: the largest multiple of 64 vocab rows whose [n, Vb] tile fits in 64 MB, >= 64.
-  if (vocab_block <= 0)
-    vocab_block = std::max<int64_t>(64, (int64_t(64) << 20) / (4 * n) / 64 * 64);
-  const int64_t Vb = std::min(vocab_block, V);
-  const bool grad = dx || dW;
-  const auto rk = active_row_kernels();
-  const bool dense = n == N;  // no ignored rows: use x directly
-  std::vector<float> xg(dense ? 0 : n * D), dxc(dx ? n * D : 0), logits(n * Vb);
-  if (!dense)
-    for (int64_t i = 0; i < n; ++i) std::copy(x + rows[i] * D, x + rows[i] * D + D, &xg[i * D]);
-  const float* xv = dense ? x : xg.data();
-  std::vector<double> L(n, -INFINITY), zt(n, 0.0);
-  for (int64_t v0 = 0; v0 < V; v0 += Vb) {
-    const int64_t vb = std::min(Vb, V - v0);
-    gemm(false, true, n, vb, D, 1.0f, xv, W + v0 * D, 0.0f, logits.data());
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* z = logits.data() + i * vb;
-      const double lb = rk.row_lse(z, vb), m = std::max(L[i], lb);
-      L[i] = m + std::log(std::exp(L[i] - m) + std::exp(lb - m));
-      const int64_t t = targets[rows[i]] - v0;
-      if (t >= 0 && t < vb) zt[i] = z[t];
-    }
-  }
-  for (int64_t i = 0; i < n; ++i) r.ce_sum += L[i] - zt[i], r.z_sum += L[i] * L[i];
-  r.count = n;
-  if (!grad) return r;
-  for (int64_t v0 = 0; v0 < V; v0 += Vb) {
-    const int64_t vb = std::min(Vb, V - v0);
-    gemm(false, true, n, vb, D, 1.0f, xv, W + v0 * D, 0.0f, logits.data());
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float* z = logits.data() + i * vb;
-      const float lse = float(L[i]);
-      rk.row_grad(z, vb, lse, grad_scale * (1.0f + 2.0f * z_coef * lse));
-      const int64_t t = targets[rows[i]] - v0;
-      if (t >= 0 && t < vb) z[t] -= grad_scale;
-    }
-    if (dx) gemm(false, false, n, D, vb, 1.0f, logits.data(), W + v0 * D, v0 ? 1.0f : 0.0f,
-                 dxc.data());
-    if (dW) gemm(true, false, vb, D, n, 1.0f, logits.data(), xv, 1.0f, dW + v0 * D);
-  }
-  if (dx)
-    for (int64_t i = 0; i < n; ++i)
-      std::copy(dxc.data() + i * D, dxc.data() + i * D + D, dx + rows[i] * D);
   return r;
 }
 

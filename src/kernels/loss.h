@@ -29,13 +29,6 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
                       int64_t V, float z_coef, float grad_scale, float* dx, float* dW,
                       int64_t chunk_rows = 0);
 
-// Same contract, tiled over the vocabulary instead of rows (two passes: lse, then gradients;
-// one extra forward gemm, but every gemm has M or K = all valid rows and dW is touched once).
-// vocab_block = 0 picks Vb so the [N, Vb] logits tile is <= ~64 MB.
-LossSums lm_head_loss_vocab_tiled(const float* x, const float* W, const int32_t* targets,
-                                  int64_t N, int64_t D, int64_t V, float z_coef, float grad_scale,
-                                  float* dx, float* dW, int64_t vocab_block = 0);
-
 // Reference: full [N, V] logits in double, plain loops. T = float or double (double is what the
 // gradient check differentiates). Same contract as lm_head_loss.
 template <class T>

@@ -90,8 +90,10 @@ TEST(HfIo, ShardedIndexAndBf16) {
   for (size_t i = 0; i < info.size(); ++i) {
     bool first = i < info.size() / 2;
     (first ? w1 : w2).add(info[i].name, DType::BF16, info[i].shape, bf.data() + info[i].offset);
-    map += (map.empty() ? "" : ",") + ("\"" + info[i].name + "\":\"") +
-           (first ? "a.safetensors" : "b.safetensors") + "\"";
+    if (!map.empty()) map += ',';
+    map += '"';
+    map += info[i].name;
+    map += first ? "\":\"a.safetensors\"" : "\":\"b.safetensors\"";
   }
   w1.write(d + "/a.safetensors");
   w2.write(d + "/b.safetensors");
