@@ -72,10 +72,10 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
     }
     for (int64_t r0 = 0; r0 < c; ++r0) r.ce_sum += ce[r0], r.z_sum += lz[r0];
     r.count += c;
-    if (dx) {  // dx_c^T [D, c] = W^T dlogits^T: oneDNN runs this form ~6% faster than dlogits W
-      gemm(true, true, D, c, V, 1.0f, W, logits.data(), 0.0f, dxc.data());
+    if (dx) {
+      gemm(false, false, c, D, V, 1.0f, logits.data(), W, 0.0f, dxc.data());
       for (int64_t r0 = 0; r0 < c; ++r0)
-        for (int64_t d = 0; d < D; ++d) dx[rows[c0 + r0] * D + d] = dxc[d * c + r0];
+        std::copy(dxc.data() + r0 * D, dxc.data() + r0 * D + D, dx + rows[c0 + r0] * D);
     }
     if (dW) gemm(true, false, V, D, c, 1.0f, logits.data(), xc.data(), 1.0f, dW);
   }
