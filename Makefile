@@ -2,6 +2,7 @@
 #   make test   install what is missing, build (Release), run the whole ctest suite
 #   make demo   install, build, build the corpus, tokenize it, train configs/demo.yaml
 #   make bench  the step benchmark against PyTorch (bench/compare.sh)
+SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
@@ -17,8 +18,7 @@ configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -Wno-dev > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
 
 build: configure
-	@cmake --build $(BUILD) -j $(JOBS) 2>&1 | grep -vE '^\[ *[0-9]+%\]' || true
-	@cmake --build $(BUILD) -j $(JOBS) > /dev/null
+	@set -o pipefail; MAKEFLAGS= cmake --build $(BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)
