@@ -10,6 +10,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "kernels/isa_util.h"
 #include "kernels/attention.h"
 #include "kernels/gradcheck.h"
 
@@ -18,6 +19,9 @@ using olmo::testing::numeric_grad;
 using olmo::testing::randn;
 using olmo::testing::rel_l2;
 using olmo::testing::to;
+
+using olmo::testing::isas;
+using olmo::testing::IsaGuard;
 
 namespace {
 
@@ -75,13 +79,6 @@ const std::vector<Case>& cases() {
       {{1, 200, 2, 1, 128, 64}, true}, {{1, 129, 6, 2, 64, 0}, false},
   };
   return cs;
-}
-
-std::vector<olmo::Isa> isas() {
-  std::vector<olmo::Isa> r;
-  for (auto i : {olmo::Isa::scalar, olmo::Isa::avx2, olmo::Isa::avx512})
-    if (static_cast<int>(i) <= static_cast<int>(olmo::detected_isa())) r.push_back(i);
-  return r;
 }
 
 }  // namespace

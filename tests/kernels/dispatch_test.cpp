@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "kernels/isa_util.h"
 #include "kernels/elementwise.h"
 #include "kernels/gradcheck.h"
 
@@ -15,15 +16,10 @@ using namespace olmo::kernels;
 using olmo::testing::randn;
 using olmo::testing::to;
 
+using olmo::testing::isas;
+using olmo::testing::IsaGuard;
+
 namespace {
-std::vector<olmo::Isa> isas() {
-  std::vector<olmo::Isa> v;
-  for (int i = 0; i <= int(olmo::detected_isa()); ++i) v.push_back(olmo::Isa(i));
-  return v;
-}
-struct IsaGuard {
-  ~IsaGuard() { olmo::clear_isa_override(); }
-};
 }  // namespace
 
 TEST(Dispatch, OverrideIsClampedAndCleared) {

@@ -15,6 +15,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "kernels/isa_util.h"
 #include "kernels/gradcheck.h"
 #include "kernels/loss.h"
 
@@ -24,14 +25,10 @@ using olmo::testing::randn;
 using olmo::testing::rel_l2;
 using olmo::testing::to;
 
-namespace {
-std::vector<olmo::Isa> isas() {
-  std::vector<olmo::Isa> r;
-  for (auto i : {olmo::Isa::scalar, olmo::Isa::avx2, olmo::Isa::avx512})
-    if (static_cast<int>(i) <= static_cast<int>(olmo::detected_isa())) r.push_back(i);
-  return r;
-}
+using olmo::testing::isas;
+using olmo::testing::IsaGuard;
 
+namespace {
 std::vector<int32_t> make_targets(int64_t N, int64_t V, uint64_t seed) {
   std::vector<int32_t> t(N);
   uint64_t x = seed;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "kernels/isa_util.h"
 #include "kernels/gradcheck.h"
 #include "kernels/norm.h"
 
@@ -15,20 +16,15 @@ using olmo::testing::randn;
 using olmo::testing::rel_l2;
 using olmo::testing::to;
 
+using olmo::testing::isas;
+using olmo::testing::IsaGuard;
+
 namespace {
-std::vector<olmo::Isa> isas() {
-  std::vector<olmo::Isa> v;
-  for (int i = 0; i <= int(olmo::detected_isa()); ++i) v.push_back(olmo::Isa(i));
-  return v;
-}
 double l2(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x * x;
   return std::sqrt(s);
 }
-struct IsaGuard {
-  ~IsaGuard() { olmo::clear_isa_override(); }
-};
 }  // namespace
 
 TEST(RmsNorm, ForwardBackwardMatchReferenceUnderEachIsa) {

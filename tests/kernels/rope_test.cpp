@@ -7,6 +7,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "kernels/isa_util.h"
 #include "kernels/gradcheck.h"
 #include "kernels/rope.h"
 
@@ -15,15 +16,10 @@ using olmo::testing::randn;
 using olmo::testing::rel_l2;
 using olmo::testing::to;
 
+using olmo::testing::isas;
+using olmo::testing::IsaGuard;
+
 namespace {
-std::vector<olmo::Isa> isas() {
-  std::vector<olmo::Isa> v;
-  for (int i = 0; i <= int(olmo::detected_isa()); ++i) v.push_back(olmo::Isa(i));
-  return v;
-}
-struct IsaGuard {
-  ~IsaGuard() { olmo::clear_isa_override(); }
-};
 }  // namespace
 
 TEST(Rope, TableMatchesFormula) {
