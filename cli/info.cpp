@@ -28,18 +28,24 @@ int run_info(int argc, char** argv) {
   if (a.has("--help")) {
     std::printf(
         "usage: olmo info (--preset NAME | --config config.json) [--vocab hf|padded] [--seq S]\n"
-        "                 [--batch B] [--json]\n"
+        "                 [--batch B] [--processes N] [--reduce exact|fast] [--micro-batches K]\n"
+        "                 [--json]\n"
         "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
         "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan.\n"
         "  --vocab   padded (100352, default) or hf (100278); presets only\n"
         "  --seq     sequence length for FLOPs/activations (default: the model's max_seq_len)\n"
         "  --batch   micro-batch size (sequences) for the activation memory (default 1)\n"
+        "  --processes  data-parallel processes: the per-rank ZeRO-1/2 plan and the bytes each\n"
+        "            rank moves per step (default 1)\n"
+        "  --reduce  exact (default) or fast gradient reduction (see src/dist/zero.h)\n"
+        "  --micro-batches  micro-batches per rank per step (exact: one reduce-scatter each)\n"
         "presets:");
     for (auto& n : preset_names()) std::printf(" %s", n.c_str());
     std::printf("\n");
     return 0;
   }
-  a.finish({"--preset", "--config", "--vocab", "--seq", "--batch", "--json"});
+  a.finish({"--preset", "--config", "--vocab", "--seq", "--batch", "--json", "--processes",
+            "--reduce", "--micro-batches"});
   OLMO_CHECK(a.has("--preset") != a.has("--config"), "give exactly one of --preset, --config");
   std::string vocab = a.get("--vocab", "padded");
   OLMO_CHECK(vocab == "padded" || vocab == "hf", "--vocab must be 'hf' or 'padded', got '",
@@ -52,7 +58,13 @@ int run_info(int argc, char** argv) {
   OLMO_CHECK(mb > 0, "--batch must be positive");
   ParamCounts p = count_params(c);
   const double f = flops_per_token(c, S), fo = olmo_core_flops_per_token(c, S);
-  MemoryPlan m = memory_plan(c, S, mb);
+  const int64_t W = a.get_int("--processes", 1), K = a.get_int("--micro-batches", 1);
+  const std::string reduce = a.get("--reduce", "exact");
+  OLMO_CHECK(W >= 1, "--processes must be >= 1");
+  OLMO_CHECK(K >= 1, "--micro-batches must be >= 1");
+  OLMO_CHECK(reduce == "exact" || reduce == "fast", "--reduce must be exact or fast, got '",
+             reduce, "'");
+  MemoryPlan m = memory_plan(c, S, mb, W, reduce == "exact", K);
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
 
@@ -70,9 +82,14 @@ int run_info(int argc, char** argv) {
     j["params_per_layer"] = p.per_layer;
     j["flops_per_token"] = f;
     j["olmo_core_flops_per_token"] = fo;
-    j["memory"] = {{"weights_bytes", m.weights},
+    j["memory"] = {{"processes", m.processes},
+                   {"reduce", reduce},
+                   {"weights_bytes", m.weights},
                    {"grads_bytes", m.grads},
                    {"adam_moments_bytes", m.adam_moments},
+                   {"grad_shard_bytes", m.grad_shard},
+                   {"reduce_accumulator_bytes", m.reduce_accumulator},
+                   {"comm_bytes_per_step", m.comm_bytes_per_step},
                    {"activations_bytes_per_token", m.activations_per_token},
                    {"scratch_bytes_per_token", m.scratch_per_token},
                    {"micro_batch_tokens", m.micro_batch_tokens},
@@ -95,13 +112,20 @@ int run_info(int argc, char** argv) {
   std::printf("flops_per_token       %.4e   (ours at seq %lld: 6 x matmul params + 12 x H x hd x "
               "avg keys attended, + 6 x lm_head)\n", f, (long long)S);
   std::printf("olmo_core_flops       %.4e   (OLMo-core: 6 N_non_embedding + 12 L H hd S)\n", fo);
-  std::printf("memory plan (fp32, seq %lld x micro-batch %lld):\n", (long long)S, (long long)mb);
-  std::printf("  weights %.2f GiB, grads %.2f GiB, AdamW moments %.2f GiB\n", gib(m.weights),
-              gib(m.grads), gib(m.adam_moments));
+  std::printf("memory plan per process (fp32, seq %lld x micro-batch %lld, %lld process%s, "
+              "ZeRO-1/2, reduce %s):\n", (long long)S, (long long)mb, (long long)W,
+              W == 1 ? "" : "es", reduce.c_str());
+  std::printf("  weights %.2f GiB, grads %.2f GiB, AdamW moments %.2f GiB (1/%lld)\n",
+              gib(m.weights), gib(m.grads), gib(m.adam_moments), (long long)W);
+  std::printf("  reduced-gradient shard %.2f GiB, exact accumulator %.2f GiB\n",
+              gib(m.grad_shard), gib(m.reduce_accumulator));
   std::printf("  activations %s bytes/token stored + %s bytes/token scratch = %.2f GiB per "
               "micro-batch\n", commas(m.activations_per_token).c_str(),
               commas(m.scratch_per_token).c_str(), gib(m.activations));
   std::printf("  total %.2f GiB\n", gib(m.total));
+  if (W > 1)
+    std::printf("communication per step per rank: %.2f GiB (%lld micro-batch rounds)\n",
+                gib(m.comm_bytes_per_step), (long long)K);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "command.h"
+#include "dist/communicator.h"
 #include "core/error.h"
 
 namespace olmo::cli {
@@ -34,11 +35,11 @@ int main(int argc, char** argv) {
     if (c.name == argv[1]) {
       try {
         return c.run(argc - 1, argv + 1);
-      } catch (const olmo::Error& e) {
-        std::fprintf(stderr, "olmo %s: error: %s\n", argv[1], e.what());
-        return 1;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "olmo %s: error: %s\n", argv[1], e.what());
+        // Under mpirun one failing rank ends the whole job at once (the others may be waiting
+        // in a collective for it).
+        if (olmo::dist::launched_by_mpi()) olmo::dist::world_communicator().abort(1);
         return 1;
       }
     }

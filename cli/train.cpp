@@ -1,6 +1,7 @@
 // `olmo train CONFIG [key=value ...] [--dry-run]`: trains (or resumes) the run a YAML config
 // describes; --dry-run prints the resolved config, the parameter count, the memory plan and the
 // number of steps without touching data or the run dir.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -53,13 +54,20 @@ void dry_run(const olmo::train::Config& c) {
               model::olmo_core_flops_per_token(mc, c.data.seq_len));
 
   int64_t micro = c.data.micro_batch_tokens / c.data.seq_len;
-  model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro);
-  std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens)\n",
-              (long long)micro, (long long)c.data.seq_len);
-  std::printf("weights %.3f GiB, grads %.3f GiB, AdamW moments %.3f GiB, activations %.3f GiB, "
-              "total %.3f GiB\n",
-              gib(mp.weights), gib(mp.grads), gib(mp.adam_moments), gib(mp.activations),
-              gib(mp.total));
+  const int64_t W = std::max<int64_t>(1, c.data.processes);
+  const bool exact = c.dist.reduce == "exact";
+  model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro, W, exact,
+                                            train::micro_batches(c));
+  std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens, %lld process%s "
+              "(data.processes; 0 = the launched world), ZeRO-1/2, dist.reduce %s)\n",
+              (long long)micro, (long long)c.data.seq_len, (long long)W, W == 1 ? "" : "es",
+              c.dist.reduce.c_str());
+  std::printf("weights %.3f GiB, grads %.3f GiB, AdamW moments %.3f GiB, gradient shard %.3f "
+              "GiB, exact accumulator %.3f GiB, activations %.3f GiB, total %.3f GiB\n",
+              gib(mp.weights), gib(mp.grads), gib(mp.adam_moments), gib(mp.grad_shard),
+              gib(mp.reduce_accumulator), gib(mp.activations), gib(mp.total));
+  if (W > 1)
+    std::printf("communication per step per rank: %.3f GiB\n", gib(mp.comm_bytes_per_step));
 
   int64_t bpe = 0;
   std::string data_note;
@@ -96,8 +104,8 @@ void dry_run(const olmo::train::Config& c) {
                 c.trainer.load_trainer_state ? "loaded" : "reset",
                 fs::exists(c.trainer.load_path) ? "" : " [not found: needed to train]");
   if (c.model.yarn_factor > 0)
-    std::printf("note: YaRN RoPE scaling (factor %g) is configured; the model does not compute it "
-                "yet, so this config runs only with --dry-run\n", c.model.yarn_factor);
+    std::printf("YaRN RoPE scaling: factor %g, old context %lld, variant %s\n", c.model.yarn_factor,
+                (long long)c.model.yarn_old_context_len, c.model.yarn_variant.c_str());
 }
 
 int run_train(int argc, char** argv) {
@@ -109,6 +117,8 @@ int run_train(int argc, char** argv) {
         "Trains the run described by CONFIG (configs/*.yaml); key=value overrides any field\n"
         "(dotted keys, YAML values: optim.lr=1e-3 model.window_pattern=[64,64,64,-1]).\n"
         "A run dir holding a complete checkpoint is resumed from the newest one.\n"
+        "Data parallel: mpirun -np N build/olmo train CONFIG (any N that divides the\n"
+        "micro-batches of a step; dist.reduce=exact gives the same bits for every N).\n"
         "  --dry-run   print the resolved config, parameters, memory plan and steps; no training\n");
     return a.has("--help") ? 0 : 1;
   }
@@ -122,7 +132,8 @@ int run_train(int argc, char** argv) {
   train::Trainer t(c);
   train::add_default_callbacks(t);
   t.fit();
-  std::printf("train: done at step %lld (%s tokens seen); run dir %s\n", (long long)t.step(),
+  if (t.rank() == 0)
+    std::printf("train: done at step %lld (%s tokens seen); run dir %s\n", (long long)t.step(),
               commas(t.tokens_seen()).c_str(), t.run_dir().c_str());
   return 0;
 }

@@ -1,7 +1,7 @@
-// Checkpoint directory format (one writer today; a sharded writer / resharding reader later).
+// Checkpoint directory format, written by one or many ranks, read by any number (resharding).
 //
 // Layout of RUN_DIR/stepN/ (written as RUN_DIR/stepN-tmp/, then renamed atomically):
-//   tensors-00000.bin   raw little-endian tensor bytes, each tensor 64-byte aligned
+//   tensors-RRRRR.bin   raw little-endian tensor bytes of rank R, each tensor 64-byte aligned
 //   state.json          the JSON sections: {"trainer": {...}, "loader": {...}, ...}
 //   index.json          {"format":"olmo.cpp-checkpoint","version":1,"step":N,
 //                        "files":{"state.json":{"nbytes","checksum"}},
@@ -13,6 +13,13 @@
 // (all zeros for an unsharded tensor); a name may appear several times (shards). Every file
 // and both directories are fsynced before and after the rename. Directories not named exactly
 // stepN (e.g. stepN-tmp) are never read. dtypes: f32 f64 i64 i32 u64 u32 u8.
+// Several ranks (one job): rank 0 constructs its writer first (creating stepN-tmp), then, after a
+// barrier, ranks 1..W-1 construct theirs, each writes its own tensors-RRRRR.bin, and
+// close_shard() fsyncs it and writes shard-RRRRR.json (its tensor entries); after a second
+// barrier rank 0's commit() merges every shard's entries (a missing or bad shard file is an
+// error and nothing is committed) into index.json, then marker and rename as above. The
+// checkpoint is complete only once rank 0 renamed it; a rank that dies earlier leaves a stepN-tmp
+// that readers never look at.
 // Errors: olmo::Error naming the checkpoint dir, the file and the tensor/key.
 #pragma once
 #include <cstddef>
@@ -41,8 +48,9 @@ struct TensorEntry {
 
 class CheckpointWriter {
  public:
-  // Creates run_dir (if missing) and run_dir/stepN-tmp (a stale one is removed first).
-  CheckpointWriter(const std::string& run_dir, int64_t step);
+  // Rank 0: creates run_dir (if missing) and run_dir/stepN-tmp (a stale one is removed first).
+  // Rank r > 0 (of world W): opens its data file inside the existing stepN-tmp.
+  CheckpointWriter(const std::string& run_dir, int64_t step, int rank = 0, int world = 1);
   // Not committed => the tmp dir is removed; earlier checkpoints are never touched.
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
@@ -63,8 +71,13 @@ class CheckpointWriter {
   // A JSON section (key unique). Stored in state.json.
   void add_json(const std::string& key, const nlohmann::json& value);
 
-  // Writes state.json, index.json, COMMITTED, fsyncs, renames stepN-tmp -> stepN (an existing
-  // stepN is replaced only after the new one is complete), fsyncs run_dir. Returns run_dir/stepN.
+  // Rank r > 0: makes its data durable and writes shard-RRRRR.json (fsynced). JSON sections of
+  // ranks > 0 are not allowed (rank 0 writes the small state).
+  void close_shard();
+
+  // Rank 0, after every other rank's close_shard(): writes state.json, index.json (all ranks'
+  // tensors), COMMITTED, fsyncs, renames stepN-tmp -> stepN (an existing stepN is replaced only
+  // after the new one is complete), fsyncs run_dir. Returns run_dir/stepN.
   std::string commit();
 
   const std::string& tmp_dir() const { return tmp_dir_; }
@@ -73,6 +86,8 @@ class CheckpointWriter {
   void write_bytes(const void* p, size_t n);
   std::string run_dir_, tmp_dir_, final_dir_, data_file_;
   int64_t step_;
+  int rank_ = 0, world_ = 1;
+  std::string file_name_;
   int fd_ = -1;
   uint64_t pos_ = 0;
   bool committed_ = false;

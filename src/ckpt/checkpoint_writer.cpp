@@ -25,8 +25,28 @@ using namespace detail;
 // ---------------------------------------------------------------------------------------------
 // Writer
 
-CheckpointWriter::CheckpointWriter(const std::string& run_dir, int64_t step) : run_dir_(run_dir), step_(step) {
+static std::string rank_file(const char* stem, int rank, const char* ext) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%05d.%s", stem, rank, ext);
+  return buf;
+}
+
+CheckpointWriter::CheckpointWriter(const std::string& run_dir, int64_t step, int rank, int world)
+    : run_dir_(run_dir), step_(step), rank_(rank), world_(world) {
   OLMO_CHECK(step >= 0, "checkpoint step must be >= 0, got ", step);
+  OLMO_CHECK(world >= 1 && rank >= 0 && rank < world, "checkpoint writer: rank ", rank,
+             " not in a world of ", world);
+  file_name_ = rank_file("tensors", rank, "bin");
+  if (rank > 0) {
+    tmp_dir_ = cat(run_dir, "/step", step, "-tmp");
+    final_dir_ = cat(run_dir, "/step", step);
+    OLMO_CHECK(fs::is_directory(tmp_dir_), tmp_dir_, ": rank ", rank,
+               ": temporary checkpoint directory missing (rank 0 creates it first)");
+    data_file_ = cat(tmp_dir_, "/", file_name_);
+    fd_ = ::open(data_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    OLMO_CHECK(fd_ >= 0, data_file_, ": cannot create: ", std::strerror(errno));
+    return;
+  }
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   OLMO_CHECK(!ec && fs::is_directory(run_dir), "run dir ", run_dir, ": cannot create directory: ",
@@ -37,7 +57,7 @@ CheckpointWriter::CheckpointWriter(const std::string& run_dir, int64_t step) : r
   OLMO_CHECK(!ec, tmp_dir_, ": cannot remove stale temporary checkpoint: ", ec.message());
   fs::create_directory(tmp_dir_, ec);
   OLMO_CHECK(!ec, tmp_dir_, ": cannot create checkpoint directory: ", ec.message());
-  data_file_ = cat(tmp_dir_, "/", kDataFile);
+  data_file_ = cat(tmp_dir_, "/", file_name_);
   fd_ = ::open(data_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const std::string e = std::strerror(errno);
@@ -48,7 +68,7 @@ CheckpointWriter::CheckpointWriter(const std::string& run_dir, int64_t step) : r
 
 CheckpointWriter::~CheckpointWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) {
+  if (!committed_ && rank_ == 0) {
     std::error_code ec;
     fs::remove_all(tmp_dir_, ec);  // best effort; a leftover stepN-tmp is ignored by readers
   }
@@ -89,7 +109,7 @@ void CheckpointWriter::add_raw(const std::string& name, DType dtype, const void*
   e.global_shape = std::move(global_shape);
   e.offset = std::move(offset);
   e.local_shape = std::move(local_shape);
-  e.file = kDataFile;
+  e.file = file_name_;
   e.byte_offset = pos_;
   e.nbytes = nbytes;
   e.checksum = hash64(data, nbytes);
@@ -111,18 +131,72 @@ void CheckpointWriter::add_tensor(const std::string& name, const uint8_t* data, 
 }
 
 void CheckpointWriter::add_json(const std::string& key, const nlohmann::json& value) {
+  OLMO_CHECK(rank_ == 0, "checkpoint ", tmp_dir_, ": JSON section '", key, "' from rank ", rank_,
+             " (only rank 0 writes JSON sections)");
   OLMO_CHECK(!key.empty(), "checkpoint ", tmp_dir_, ": empty JSON section key");
   OLMO_CHECK(!sections_.contains(key), "checkpoint ", tmp_dir_, ": JSON section '", key, "' added twice");
   sections_[key] = value;
 }
 
+static nlohmann::json entry_json(const TensorEntry& t) {
+  return {{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"global_shape", t.global_shape},
+          {"offset", t.offset}, {"local_shape", t.local_shape}, {"file", t.file},
+          {"byte_offset", t.byte_offset}, {"nbytes", t.nbytes}, {"checksum", hex64(t.checksum)}};
+}
+
+void CheckpointWriter::close_shard() {
+  OLMO_CHECK(rank_ > 0, "checkpoint ", tmp_dir_, ": close_shard() is for ranks > 0");
+  OLMO_CHECK(!committed_ && fd_ >= 0, "checkpoint ", tmp_dir_, ": close_shard() called twice");
+  if (::fsync(fd_) != 0) throw Error(cat(data_file_, ": fsync failed: ", std::strerror(errno)));
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  OLMO_CHECK(rc == 0, data_file_, ": close failed: ", std::strerror(errno));
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const TensorEntry& t : tensors_) tensors.push_back(entry_json(t));
+  const nlohmann::json shard = {{"rank", rank_}, {"world", world_}, {"step", step_},
+                                {"file", file_name_}, {"nbytes", pos_}, {"tensors", tensors}};
+  write_whole_file(cat(tmp_dir_, "/", rank_file("shard", rank_, "json")), shard.dump(1));
+  fsync_dir_checked(tmp_dir_);
+  committed_ = true;  // this rank's part is done
+}
+
 std::string CheckpointWriter::commit() {
+  OLMO_CHECK(rank_ == 0, "checkpoint ", tmp_dir_, ": commit() is for rank 0 (others: close_shard)");
   OLMO_CHECK(!committed_ && fd_ >= 0, "checkpoint ", tmp_dir_, ": commit() called twice or after a failure");
   // 1. Data file durable.
   if (::fsync(fd_) != 0) throw Error(cat(data_file_, ": fsync failed: ", std::strerror(errno)));
   const int rc = ::close(fd_);
   fd_ = -1;
   OLMO_CHECK(rc == 0, data_file_, ": close failed: ", std::strerror(errno));
+  // 1b. Every other rank's shard (entries + data file size), as written by close_shard().
+  nlohmann::json files = {{file_name_, {{"nbytes", pos_}}}};
+  std::vector<TensorEntry> all = tensors_;
+  for (int r = 1; r < world_; ++r) {
+    const std::string sp = cat(tmp_dir_, "/", rank_file("shard", r, "json"));
+    OLMO_CHECK(fs::exists(sp), sp, ": rank ", r, " did not finish its checkpoint shard");
+    nlohmann::json sh = parse_json_file(sp, read_file(sp));
+    try {
+      OLMO_CHECK(sh.at("rank").get<int>() == r && sh.at("step").get<int64_t>() == step_, sp,
+                 ": shard of rank ", sh.at("rank").dump(), " step ", sh.at("step").dump(),
+                 ", expected rank ", r, " step ", step_);
+      files[sh.at("file").get<std::string>()] = {{"nbytes", sh.at("nbytes")}};
+      for (const auto& t : sh.at("tensors")) {
+        TensorEntry e;
+        e.name = t.at("name").get<std::string>();
+        e.dtype = dtype_from_name(t.at("dtype").get<std::string>());
+        e.global_shape = t.at("global_shape").get<std::vector<int64_t>>();
+        e.offset = t.at("offset").get<std::vector<int64_t>>();
+        e.local_shape = t.at("local_shape").get<std::vector<int64_t>>();
+        e.file = t.at("file").get<std::string>();
+        e.byte_offset = t.at("byte_offset").get<uint64_t>();
+        e.nbytes = t.at("nbytes").get<uint64_t>();
+        e.checksum = parse_hex64(t.at("checksum").get<std::string>(), sp);
+        all.push_back(std::move(e));
+      }
+    } catch (const nlohmann::json::exception& ex) {
+      throw Error(cat(sp, ": bad shard file: ", ex.what()));
+    }
+  }
   // 2. JSON sections.
   std::string state;
   try {
@@ -133,15 +207,10 @@ std::string CheckpointWriter::commit() {
   write_whole_file(tmp_dir_ + "/state.json", state);
   // 3. Index.
   nlohmann::json tensors = nlohmann::json::array();
-  for (const TensorEntry& t : tensors_)
-    tensors.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"global_shape", t.global_shape},
-                       {"offset", t.offset}, {"local_shape", t.local_shape}, {"file", t.file},
-                       {"byte_offset", t.byte_offset}, {"nbytes", t.nbytes}, {"checksum", hex64(t.checksum)}});
-  nlohmann::json index = {
-      {"format", kFormat}, {"version", kVersion}, {"step", step_},
-      {"files", {{"state.json", {{"nbytes", state.size()}, {"checksum", hex64(hash64(state.data(), state.size()))}}},
-                 {kDataFile, {{"nbytes", pos_}}}}},
-      {"tensors", tensors}};
+  for (const TensorEntry& t : all) tensors.push_back(entry_json(t));
+  files["state.json"] = {{"nbytes", state.size()}, {"checksum", hex64(hash64(state.data(), state.size()))}};
+  nlohmann::json index = {{"format", kFormat}, {"version", kVersion}, {"step", step_},
+                          {"world", world_}, {"files", files}, {"tensors", tensors}};
   const std::string index_text = index.dump(1);
   write_whole_file(tmp_dir_ + "/index.json", index_text);
   // 4. Marker last, then the directory itself.

@@ -1,5 +1,6 @@
-// Fixed-sequence-length instances over OLMo-format token files, as OLMo-core's NumpyFSLDataset
-// (numpy_dataset.py) with dtype uint32 and max_target_sequence_length None:
+// Fixed-sequence-length instances over OLMo-format token files (an InstanceSource, see
+// instance_source.h), as OLMo-core's NumpyFSLDataset (numpy_dataset.py) with dtype uint32 and
+// max_target_sequence_length None:
 //   * each file (headerless little-endian uint32) is chunked on its own into
 //     floor(tokens / seq_len) windows; the trailing remainder of each file is dropped;
 //   * global instance index = running offset over the files in list order;
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "data/instance_source.h"
 
 namespace olmo::data {
 
@@ -29,13 +31,13 @@ struct FslOptions {
   bool validate = true;  // scan every token at open (O(total tokens), memory bandwidth bound)
 };
 
-class FslDataset {
+class FslDataset : public InstanceSource {
  public:
   FslDataset(std::vector<std::string> paths, int64_t seq_len, uint32_t vocab_size = kDolma2Vocab,
              FslOptions opt = {});
 
-  int64_t size() const { return offsets_.back(); }  // number of instances
-  int64_t seq_len() const { return seq_len_; }
+  int64_t size() const override { return offsets_.back(); }  // number of instances
+  int64_t seq_len() const override { return seq_len_; }
   int64_t num_tokens() const { return size() * seq_len_; }
   uint32_t vocab_size() const { return vocab_; }
   uint32_t eos_id() const { return opt_.eos_id; }
@@ -50,11 +52,15 @@ class FslDataset {
   // Zero-copy view of instance `index`: seq_len() tokens inside the memory map.
   const uint32_t* view(int64_t index) const;
   // Copy instance `index` into out[seq_len] (the one copy per token), checking ids < vocab.
-  void read(int64_t index, int32_t* out) const;
+  void read(int64_t index, int32_t* out) const override;
+  void hash_into(Hasher& h, int64_t index) const override {
+    h.update(view(index), static_cast<size_t>(seq_len_) * 4);
+  }
   // OLMo-core get_document_lengths of instance `index` (EOS inclusive).
-  std::vector<int32_t> document_lengths(int64_t index) const;
+  std::vector<int32_t> document_lengths(int64_t index) const override;
 
-  std::string fingerprint() const;
+  std::string fingerprint() const override;
+  const char* fingerprint_version() const override { return kFingerprintVersion; }
   static constexpr const char* kFingerprintVersion = "v2.0";
 
  private:

@@ -7,7 +7,7 @@
 
 namespace olmo::data {
 
-DataLoader::DataLoader(const FslDataset& ds, int64_t global_batch_instances, uint64_t seed,
+DataLoader::DataLoader(const InstanceSource& ds, int64_t global_batch_instances, uint64_t seed,
                        int rank, int world, bool shuffle)
     : ds_(ds), gb_(global_batch_instances), seed_(seed), rank_(rank), world_(world),
       shuffle_(shuffle) {
@@ -20,6 +20,9 @@ void DataLoader::check_batch_shape(int64_t b) const {
   OLMO_CHECK(b >= 1, "data loader: global batch must be >= 1 instance, got ", b);
   OLMO_CHECK(b % world_ == 0, "data loader: global batch of ", b,
              " instances is not divisible by the data-parallel world size ", world_);
+  OLMO_CHECK(b % (chunk_ * world_) == 0, "data loader: global batch of ", b,
+             " instances does not split into rank chunks of ", chunk_, " instances x ", world_,
+             " ranks");
   OLMO_CHECK(ds_.size() >= b, "data loader: dataset of ", ds_.size(),
              " instances is smaller than one global batch of ", b, " instances");
 }
@@ -45,7 +48,7 @@ std::vector<int64_t> DataLoader::global_batch(int64_t e, int64_t b) {
 uint64_t DataLoader::global_batch_hash(int64_t e, int64_t b) {
   std::vector<int64_t> idx = global_batch(e, b);
   Hasher h;
-  for (int64_t i : idx) h.update(ds_.view(i), static_cast<size_t>(ds_.seq_len()) * 4);
+  for (int64_t i : idx) ds_.hash_into(h, i);
   return h.digest();
 }
 
@@ -68,12 +71,14 @@ bool DataLoader::next(Batch& out) {
   out.tokens.resize(static_cast<size_t>(local * T));
   out.instance_indices.resize(static_cast<size_t>(local));
   for (int64_t k = 0; k < local; ++k) {
-    int64_t idx = row[rank_ + k * world_];
+    // k-th instance of this rank: chunk (k / c) of this rank, position k % c in it.
+    const int64_t c = chunk_;
+    int64_t idx = row[((k / c) * world_ + rank_) * c + k % c];
     out.instance_indices[k] = idx;
     ds_.read(idx, out.tokens.data() + k * T);
   }
   Hasher h;
-  for (int64_t i = 0; i < gb_; ++i) h.update(ds_.view(row[i]), static_cast<size_t>(T) * 4);
+  for (int64_t i = 0; i < gb_; ++i) ds_.hash_into(h, row[i]);
   out.global_hash = h.digest();
   ++batches_processed_;
   tokens_processed_ += gb_ * T;
@@ -82,13 +87,13 @@ bool DataLoader::next(Batch& out) {
 
 nlohmann::json DataLoader::state() const {
   return {
-      {"dataset_fingerprint_version", FslDataset::kFingerprintVersion},
+      {"dataset_fingerprint_version", ds_.fingerprint_version()},
       {"dataset_fingerprint", ds_.fingerprint()},
       {"batches_processed", batches_processed_},
       {"tokens_processed", tokens_processed_},
       {"seed", seed_},
       {"epoch", epoch_},
-      {"dataset_type", "fsl"},
+      {"dataset_type", ds_.dataset_type()},
       {"sequence_length", ds_.seq_len()},
       {"max_target_sequence_length", nullptr},
   };
@@ -101,7 +106,8 @@ void DataLoader::load_state(const nlohmann::json& st, bool ignore_fingerprint_mi
     return st.at(k);
   };
   try {
-    OLMO_CHECK(need("dataset_type").get<std::string>() == "fsl", "data loader state: dataset_type '",
+    OLMO_CHECK(need("dataset_type").get<std::string>() == ds_.dataset_type(),
+               "data loader state: dataset_type '",
                need("dataset_type").get<std::string>(),
                "' cannot be restored into a fixed sequence length dataset");
     OLMO_CHECK(!st.contains("max_target_sequence_length") ||
@@ -110,7 +116,7 @@ void DataLoader::load_state(const nlohmann::json& st, bool ignore_fingerprint_mi
                st.at("max_target_sequence_length").dump(),
                " differs from this dataset's (None); not supported");
     // As OLMo-core: a different fingerprint version only warns (the fingerprint is not compared).
-    if (need("dataset_fingerprint_version").get<std::string>() == FslDataset::kFingerprintVersion) {
+    if (need("dataset_fingerprint_version").get<std::string>() == ds_.fingerprint_version()) {
       std::string fp = need("dataset_fingerprint").get<std::string>();
       OLMO_CHECK(fp == ds_.fingerprint() || ignore_fingerprint_mismatch,
                  "data loader state: dataset fingerprint ", fp, " does not match this dataset's ",
@@ -131,6 +137,18 @@ void DataLoader::load_state(const nlohmann::json& st, bool ignore_fingerprint_mi
     epoch_ = epoch;
   } catch (const nlohmann::json::exception& e) {
     throw Error(cat("data loader state: ", e.what()));
+  }
+}
+
+void DataLoader::set_rank_chunk(int64_t c) {
+  OLMO_CHECK(c >= 1, "data loader: rank chunk must be >= 1 instance, got ", c);
+  const int64_t old = chunk_;
+  chunk_ = c;
+  try {
+    check_batch_shape(gb_);
+  } catch (...) {
+    chunk_ = old;
+    throw;
   }
 }
 

@@ -1,10 +1,15 @@
-// Deterministic, resumable data loader over an FslDataset, equal to OLMo-core's
+// Deterministic, resumable data loader over an InstanceSource (FslDataset, PackedFslDataset),
+// equal to OLMo-core's
 // NumpyFSLDataLoader (data_loader.py) with chunk_size 1:
 //   * epoch e (1-based) orders instances by global_order(N, seed, e) (numpy PCG64(seed + e)
 //     shuffle of arange(N, uint32)), keeps the first B * floor(N / B) (B = global batch in
 //     instances) and reshapes to [num_batches, B];
 //   * global batch b is row b; rank r of W takes columns r, r+W, r+2W, ... of that row, so the
 //     sequence of global batches never depends on the world size (B % W == 0 is required);
+//     with set_rank_chunk(c) it takes chunks of c consecutive columns instead (chunk j =
+//     columns [j*c, (j+1)*c) for j = r, r+W, ...): with c = the micro-batch size in instances,
+//     every micro-batch holds the same instances whatever W is (the trainer's world-size-
+//     independent mode); c = 1 is OLMo-core's slicing;
 //   * next() returns batches in order, moving to epoch e+1 after the last batch of epoch e (as
 //     OLMo-core's Trainer does with reshuffle(epoch)); set_max_epochs(k) makes it return false
 //     once epoch k is exhausted;
@@ -37,7 +42,7 @@ class DataLoader {
     int64_t batch_index = 0;               // index of the global batch within its epoch
   };
 
-  DataLoader(const FslDataset& ds, int64_t global_batch_instances, uint64_t seed, int rank = 0,
+  DataLoader(const InstanceSource& ds, int64_t global_batch_instances, uint64_t seed, int rank = 0,
              int world = 1, bool shuffle = true);
 
   bool next(Batch& out);
@@ -54,6 +59,9 @@ class DataLoader {
   int64_t tokens_processed() const { return tokens_processed_; }
   uint64_t seed() const { return seed_; }
   void set_max_epochs(int64_t max_epochs) { max_epochs_ = max_epochs; }  // 0 = unlimited
+  // Rank slices in chunks of c consecutive instances (see above); B % (c * W) == 0 required.
+  void set_rank_chunk(int64_t c);
+  int64_t rank_chunk() const { return chunk_; }
   // OLMo-core's global_batch_size setter: change by an integer factor between batches;
   // batches_processed is rescaled (growing requires batches_processed % factor == 0).
   void set_global_batch_instances(int64_t b);
@@ -66,11 +74,12 @@ class DataLoader {
 
  private:
   void check_batch_shape(int64_t b) const;
-  const FslDataset& ds_;
+  const InstanceSource& ds_;  // FslDataset or PackedFslDataset
   int64_t gb_;
   uint64_t seed_;
   int rank_, world_;
   bool shuffle_;
+  int64_t chunk_ = 1;
   int64_t epoch_ = 1, batches_processed_ = 0, tokens_processed_ = 0, max_epochs_ = 0;
   int64_t order_epoch_ = -1;
   uint64_t order_seed_ = 0;

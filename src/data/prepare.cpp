@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hash.h"
 #include "core/timer.h"
 #include "data/jsonl.h"
 #include "data/token_file.h"
@@ -26,6 +28,108 @@ std::string part_name(size_t index) {
   std::snprintf(b, sizeof b, "part-%05zu.npy", index);
   return b;
 }
+
+uint64_t ngram_hash(const uint32_t* tokens) {
+  return hash64(tokens, kNgram * sizeof(uint32_t), 0x6e6772616d3133ull);
+}
+uint64_t doc_hash(const uint32_t* tokens, size_t n) {
+  return hash64(tokens, n * sizeof(uint32_t), 0x646f6373ull);
+}
+
+namespace {
+
+// Accumulates the audit index (see prepare.h) document by document, in output order.
+class AuditIndexWriter {
+ public:
+  AuditIndexWriter(uint32_t vocab, uint32_t sample) : vocab_(vocab), sample_(sample) {}
+  void add(size_t part, const uint32_t* t, size_t n_with_eos) {
+    if (part >= counts_.size()) counts_.emplace_back(vocab_, 0);
+    auto& c = counts_[part];
+    for (size_t i = 0; i < n_with_eos; ++i) ++c[t[i]];
+    size_t n = n_with_eos > 0 ? n_with_eos - 1 : 0;  // without the EOS
+    docs_.push_back({uint32_t(part), uint32_t(std::min<size_t>(n, UINT32_MAX)), doc_hash(t, n)});
+    for (size_t i = 0; i + kNgram <= n; ++i) {
+      uint64_t h = ngram_hash(t + i);
+      if (h % sample_ == 0) grams_.push_back(h);
+    }
+  }
+  void write(const std::string& dir) const {
+    auto put = [](std::string& s, const void* p, size_t n) {
+      s.append(static_cast<const char*>(p), n);
+    };
+    std::string tc = "OLMOTCNT";
+    uint32_t parts = uint32_t(counts_.size());
+    put(tc, &vocab_, 4);
+    put(tc, &parts, 4);
+    std::vector<uint64_t> total(vocab_, 0);
+    for (auto& c : counts_) {
+      std::vector<uint32_t> ids;
+      std::vector<uint64_t> cnt;
+      for (uint32_t i = 0; i < vocab_; ++i)
+        if (c[i]) { ids.push_back(i); cnt.push_back(c[i]); total[i] += c[i]; }
+      uint32_t nnz = uint32_t(ids.size());
+      put(tc, &nnz, 4);
+      put(tc, ids.data(), ids.size() * 4);
+      put(tc, cnt.data(), cnt.size() * 8);
+    }
+    write_file_atomic((fs::path(dir) / "token_counts.bin").string(), tc);
+
+    std::string db = "OLMODOCS";
+    uint64_t nd = docs_.size();
+    put(db, &nd, 8);
+    for (auto& d : docs_) { put(db, &d.part, 4); put(db, &d.tokens, 4); put(db, &d.hash, 8); }
+    write_file_atomic((fs::path(dir) / "docs.bin").string(), db);
+
+    std::vector<uint64_t> g = grams_;
+    std::sort(g.begin(), g.end());
+    g.erase(std::unique(g.begin(), g.end()), g.end());
+    std::string ng = "OLMONG13";
+    uint32_t n = kNgram;
+    uint64_t count = g.size();
+    put(ng, &n, 4);
+    put(ng, &sample_, 4);
+    put(ng, &count, 8);
+    put(ng, g.data(), g.size() * 8);
+    write_file_atomic((fs::path(dir) / "ngrams13.bin").string(), ng);
+
+    // Human-readable summary.
+    uint64_t all = 0;
+    for (auto x : total) all += x;
+    double H = 0;
+    std::vector<std::pair<uint64_t, uint32_t>> top;
+    for (uint32_t i = 0; i < vocab_; ++i)
+      if (total[i]) {
+        double p = double(total[i]) / double(all);
+        H -= p * std::log2(p);
+        top.push_back({total[i], i});
+      }
+    std::sort(top.begin(), top.end(), [](auto& a, auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    if (top.size() > 32) top.resize(32);
+    nlohmann::ordered_json j;
+    j["tokens"] = all;
+    j["distinct_tokens"] = std::count_if(total.begin(), total.end(), [](uint64_t x) { return x; });
+    j["unigram_entropy_bits"] = H;
+    j["docs"] = docs_.size();
+    j["ngram"] = kNgram;
+    j["ngram_sample"] = sample_;
+    j["ngram_hashes"] = g.size();
+    nlohmann::ordered_json tj = nlohmann::ordered_json::array();
+    for (auto& [c, id] : top) tj.push_back({id, double(c) / double(all)});
+    j["top_tokens"] = tj;
+    write_file_atomic((fs::path(dir) / "token_stats.json").string(), j.dump(2) + "\n");
+  }
+
+ private:
+  struct Doc { uint32_t part, tokens; uint64_t hash; };
+  uint32_t vocab_, sample_;
+  std::vector<std::vector<uint64_t>> counts_;
+  std::vector<Doc> docs_;
+  std::vector<uint64_t> grams_;
+};
+
+}  // namespace
 
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> out;
@@ -93,6 +197,8 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
   int threads = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
   PrepareStats st;
+  OLMO_CHECK(opt.ngram_sample >= 1, "prepare: ngram_sample must be >= 1");
+  AuditIndexWriter audit(enc.vocab_size, opt.ngram_sample);
   Progress bar(opt.progress, total_bytes);
   std::unique_ptr<TokenFileWriter> out;
   uint64_t done_bytes = 0;
@@ -127,6 +233,7 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
         out = std::make_unique<TokenFileWriter>(st.files.back(), enc.vocab_size);
       }
       out->add_document(batch[i].id, t.data(), t.size());
+      if (opt.audit_index) audit.add(st.files.size() - 1, t.data(), t.size());
       st.tokens += t.size();
       ++st.docs;
     }
@@ -201,6 +308,7 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
   j["utf8_replacements"] = st.utf8_fixes;
   j["inputs"] = inputs_json;
   j["files"] = files;
+  if (opt.audit_index) audit.write(opt.out_dir);
   write_file_atomic((fs::path(opt.out_dir) / "prepare.json").string(), j.dump(2) + "\n");
   st.seconds = now_seconds() - t0;
   return st;

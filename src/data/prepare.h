@@ -40,7 +40,24 @@ struct PrepareOptions {
   uint64_t max_tokens_per_file = 1ull << 28;
   bool progress = false;                    // draw a bar on stderr (only if it is a terminal)
   size_t batch_bytes = 8u << 20;            // text per parallel batch
+  bool audit_index = true;                  // write the audit index files (below)
+  uint32_t ngram_sample = 8;                // keep 13-gram hashes with hash % ngram_sample == 0
 };
+
+// Audit index written next to the token files (read by src/audit/corpus_index.h, so that the
+// data-loader audit never re-reads the corpus). All little-endian:
+//   token_counts.bin  "OLMOTCNT" u32 vocab, u32 parts; per part: u32 nnz, nnz x u32 id,
+//                     nnz x u64 count (unigram counts of every token of that part, EOS included)
+//   docs.bin          "OLMODOCS" u64 n; n x {u32 part, u32 tokens (EOS excluded), u64 hash}
+//                     hash = doc_hash(tokens without the EOS)
+//   ngrams13.bin      "OLMONG13" u32 n (13), u32 sample, u64 count; count x u64 sorted unique
+//                     ngram_hash of every window of 13 tokens inside one document (EOS
+//                     excluded) with ngram_hash % sample == 0 (a deterministic sample)
+//   token_stats.json  tokens, unigram entropy (bits), top-32 tokens and their shares
+// Cost: one XXH3 of 52 bytes per token and a sort of tokens / sample hashes.
+constexpr int kNgram = 13;
+uint64_t ngram_hash(const uint32_t* tokens);          // tokens[0..13)
+uint64_t doc_hash(const uint32_t* tokens, size_t n);
 
 struct PrepareStats {
   uint64_t docs = 0, tokens = 0, bad_lines = 0, empty_docs = 0, utf8_fixes = 0, text_bytes = 0;

@@ -5,6 +5,14 @@
 // inv_freq[j] = 1 / theta^(2j/hd), computed as HF Olmo3RotaryEmbedding does (fp32 exponent
 // 2j/hd, fp32 power, fp32 reciprocal; angle = fp32(p) * inv_freq in fp32; cos/sin of that fp32
 // angle, here correctly rounded from double, where torch's are within 1 ulp).
+// YaRN (long-context RoPE scaling, spec 2.4): the table is built from blended inverse
+// frequencies and both cos and sin are multiplied by the attention factor m (so q.k logits
+// scale by m^2); the rotation kernels are unchanged. Two formulas, each with its library's fp32
+// rounding: YarnFormula::olmo_core (YaRNRoPEScalingConfig.compute_scaled_inv_freq: correction
+// range clamped to [0, hd/2-1], m = 0.1 ln(factor) + 1) and YarnFormula::hf (transformers
+// _compute_yarn_parameters with truncate=True: range clamped to [0, hd-1], m from the config or
+// 0.1 ln(factor) + 1). yarn_inv_freq_ref is the readable double-precision formula both are
+// tested against.
 // Backward applies the transpose rotation (angle -> -angle) to the incoming gradient.
 // Shapes: x [B, T, H, hd] row-major, token t of each sequence has position t (t < max_pos);
 // row_stride = floats between consecutive tokens (0 = H*hd), so q/k can live inside a wider
@@ -22,6 +30,36 @@ struct RopeTable {
 
 // head_dim must be even and > 0; max_pos > 0.
 RopeTable rope_table(int64_t max_pos, int64_t head_dim, double theta);
+
+enum class YarnFormula { olmo_core, hf };
+
+struct YarnParams {
+  double factor = 8;              // context expansion, > 1
+  double beta_fast = 32, beta_slow = 1;
+  int64_t old_context_len = 8192; // context the base model was trained with, > 0
+  double attention_factor = 0;    // m; 0 = 0.1 ln(factor) + 1
+};
+
+// m = attention_factor if set, else 0.1 ln(factor) + 1.
+double yarn_attention_factor(const YarnParams& y);
+// Truncated correction range [low, high] of the ramp (dims below low keep the original
+// frequency, dims above high are fully interpolated), clamped as `f` does.
+struct YarnRange {
+  int64_t low, high;
+};
+YarnRange yarn_correction_range(int64_t head_dim, double theta, const YarnParams& y,
+                                YarnFormula f);
+// fp32 inverse frequencies [head_dim/2]: plain RoPE, and YaRN rounded as `f` rounds them.
+std::vector<float> rope_inv_freq(int64_t head_dim, double theta);
+std::vector<float> yarn_inv_freq(int64_t head_dim, double theta, const YarnParams& y,
+                                 YarnFormula f);
+// The same blend in double precision, written as the paper's formula (reference for tests).
+std::vector<double> yarn_inv_freq_ref(int64_t head_dim, double theta, const YarnParams& y,
+                                      YarnFormula f);
+// YaRN table: cos/sin of p * yarn_inv_freq, each multiplied by m in fp32. Throws olmo::Error for
+// factor <= 1, old_context_len <= 0, beta_slow <= 0 or beta_fast <= beta_slow.
+RopeTable rope_table(int64_t max_pos, int64_t head_dim, double theta, const YarnParams& y,
+                     YarnFormula f);
 
 // In place. Throws olmo::Error if hd != table.head_dim or T > table.max_pos.
 void rope_forward(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const RopeTable& tab,

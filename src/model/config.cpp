@@ -34,6 +34,32 @@ void validate(const ModelConfig& c, const std::string& where) {
   for (size_t i = 0; i < c.layer_window.size(); ++i)
     OLMO_CHECK(c.layer_window[i] >= 0, where, ": layer_window[", i, "] is negative (",
                c.layer_window[i], ")");
+  if (c.yarn.enabled()) {
+    const RopeScaling& y = c.yarn;
+    OLMO_CHECK(y.factor > 1, where, ": YaRN factor must be > 1 (it extends the context by that "
+               "factor), got ", y.factor);
+    OLMO_CHECK(y.old_context_len > 0, where, ": YaRN old context length must be positive, got ",
+               y.old_context_len);
+    OLMO_CHECK(y.old_context_len <= c.max_seq_len, where, ": YaRN old context length ",
+               y.old_context_len, " is larger than the sequence length ", c.max_seq_len,
+               " (YaRN extends a shorter trained context to a longer one)");
+    OLMO_CHECK(y.beta_slow > 0 && y.beta_fast > y.beta_slow, where,
+               ": YaRN needs beta_fast > beta_slow > 0, got beta_fast ", y.beta_fast,
+               ", beta_slow ", y.beta_slow);
+    OLMO_CHECK(y.attention_factor >= 0, where, ": YaRN attention_factor must be >= 0 (0 = "
+               "0.1 ln(factor) + 1), got ", y.attention_factor);
+  }
+}
+
+const char* yarn_variant_name(YarnVariant v) {
+  return v == YarnVariant::hf ? "hf" : "faithful";
+}
+
+YarnVariant parse_yarn_variant(const std::string& s, const std::string& where) {
+  if (s == "faithful") return YarnVariant::faithful;
+  if (s == "hf") return YarnVariant::hf;
+  throw Error(cat(where, ": YaRN variant '", s, "' must be 'faithful' (full-attention layers "
+                  "only, as OLMo-core trained OLMo 3) or 'hf' (every layer)"));
 }
 
 std::vector<int64_t> olmo3_layer_windows(int64_t n_layers, int64_t w) {
@@ -149,42 +175,119 @@ struct Reader {
   }
 };
 
-// rope_theta from either rope_parameters (per layer type, transformers 5.x) or the legacy
-// rope_theta / rope_scaling fields. One theta for all layers; only rope_type "default".
-double parse_rope(const Reader& r) {
+// One RoPE entry: {"rope_type": "default"} or a YaRN dict (HF keys factor,
+// original_max_position_embeddings, beta_fast, beta_slow, attention_factor, truncate).
+// Returns whether it is YaRN and fills `y`.
+bool parse_rope_entry(const json& e, const std::string& key, const std::string& path,
+                      RopeScaling& y) {
+  OLMO_CHECK(e.is_object(), path, ": field \"", key, "\" must be an object");
+  std::string type = "default";
+  for (const char* k : {"rope_type", "type"})
+    if (e.contains(k) && !e[k].is_null()) {
+      OLMO_CHECK(e[k].is_string(), path, ": field \"", key, ".", k, "\" must be a string");
+      type = e[k].get<std::string>();
+    }
+  if (type == "default") return false;
+  OLMO_CHECK(type == "yarn", path, ": field \"", key, ".rope_type\" is \"", type,
+             "\"; only \"default\" and \"yarn\" RoPE are implemented");
+  auto num = [&](const char* k, double def, bool required) {
+    if (!e.contains(k) || e[k].is_null()) {
+      OLMO_CHECK(!required, path, ": field \"", key, ".", k, "\" is required for YaRN");
+      return def;
+    }
+    OLMO_CHECK(e[k].is_number(), path, ": field \"", key, ".", k, "\" must be a number, got ",
+               e[k].dump());
+    return e[k].get<double>();
+  };
+  for (const char* k : {"mscale", "mscale_all_dim"})
+    OLMO_CHECK(!e.contains(k) || e[k].is_null(), path, ": field \"", key, ".", k,
+               "\" (DeepSeek-style YaRN) is not implemented");
+  if (e.contains("truncate") && !e["truncate"].is_null())
+    OLMO_CHECK(e["truncate"] == true, path, ": field \"", key, ".truncate\" is ",
+               e["truncate"].dump(), "; only the truncated correction range (OLMo 3) is "
+               "implemented");
+  y.factor = num("factor", 0, true);
+  double old = num("original_max_position_embeddings", 0, true);
+  OLMO_CHECK(old == std::floor(old), path, ": field \"", key,
+             ".original_max_position_embeddings\" must be an integer, got ", old);
+  y.old_context_len = int64_t(old);
+  // transformers: beta_fast = get("beta_fast") or 32 (a 0 / null takes the default).
+  y.beta_fast = num("beta_fast", 32, false);
+  if (y.beta_fast == 0) y.beta_fast = 32;
+  y.beta_slow = num("beta_slow", 1, false);
+  if (y.beta_slow == 0) y.beta_slow = 1;
+  y.attention_factor = num("attention_factor", 0, false);
+  OLMO_CHECK(y.factor > 1, path, ": field \"", key, ".factor\" is ", y.factor,
+             "; YaRN needs a factor > 1");
+  return true;
+}
+
+double entry_theta(const json& e, const std::string& key, const std::string& path, double def) {
+  if (!e.is_object() || !e.contains("rope_theta")) return def;
+  OLMO_CHECK(e["rope_theta"].is_number(), path, ": field \"", key,
+             ".rope_theta\" must be a number");
+  return e["rope_theta"].get<double>();
+}
+
+bool same_yarn(const RopeScaling& a, const RopeScaling& b) {
+  return a.factor == b.factor && a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow &&
+         a.old_context_len == b.old_context_len && a.attention_factor == b.attention_factor;
+}
+
+// rope_theta and YaRN from the legacy rope_theta / rope_scaling fields or from rope_parameters
+// (flat, or per layer type as transformers 5.x writes it). One theta for all layers.
+double parse_rope(const Reader& r, RopeScaling& yarn) {
   const json& j = r.j;
   double theta = r.opt_num("rope_theta", 500000.0);
+  yarn = RopeScaling{};
   if (r.has("rope_scaling")) {
-    const json& s = j["rope_scaling"];
-    std::string t = s.is_object() && s.contains("rope_type") ? s["rope_type"].dump() : s.dump();
-    throw Error(cat(r.path, ": field \"rope_scaling\" (", t,
-                    ") is not supported: only default RoPE is implemented (no YaRN)"));
+    // transformers (4.57 per-layer rotary embeddings; 5.24 Olmo3Config) merges a legacy
+    // rope_scaling into the full_attention entry only: YaRN on full-attention layers.
+    RopeScaling y;
+    if (parse_rope_entry(j["rope_scaling"], "rope_scaling", r.path, y)) {
+      y.variant = YarnVariant::faithful;
+      yarn = y;
+    }
   }
   if (!r.has("rope_parameters")) return theta;
   const json& p = j["rope_parameters"];
   OLMO_CHECK(p.is_object(), r.path, ": field \"rope_parameters\" must be an object");
-  auto one = [&](const json& e, const std::string& key) {
-    OLMO_CHECK(e.is_object(), r.path, ": field \"", key, "\" must be an object");
-    if (e.contains("rope_type")) {
-      OLMO_CHECK(e["rope_type"] == "default", r.path, ": field \"", key,
-                 ".rope_type\" is ", e["rope_type"].dump(),
-                 "; only \"default\" RoPE is implemented (no YaRN)");
-    }
-    if (!e.contains("rope_theta")) return theta;
-    OLMO_CHECK(e["rope_theta"].is_number(), r.path, ": field \"", key,
-               ".rope_theta\" must be a number");
-    return e["rope_theta"].get<double>();
-  };
-  if (p.contains("rope_type") || p.contains("rope_theta")) return one(p, "rope_parameters");
+  if (p.contains("rope_type") || p.contains("rope_theta") || p.contains("type")) {
+    RopeScaling y;
+    OLMO_CHECK(!parse_rope_entry(p, "rope_parameters", r.path, y), r.path,
+               ": field \"rope_parameters\" is one YaRN entry for all layer types, which is "
+               "ambiguous for OLMo 3 (transformers 5.24 ignores it, earlier 5.x applied it to "
+               "every layer); give it per layer type (full_attention / sliding_attention) or "
+               "use rope_scaling");
+    return entry_theta(p, "rope_parameters", r.path, theta);
+  }
   double t = theta;
   bool first = true;
+  bool has_full = false, has_sliding = false;
+  RopeScaling full, sliding;
   for (auto& [k, e] : p.items()) {
-    double tk = one(e, "rope_parameters." + k);
+    const std::string key = "rope_parameters." + k;
+    OLMO_CHECK(k == "full_attention" || k == "sliding_attention", r.path, ": field \"", key,
+               "\": unknown layer type (expected full_attention or sliding_attention)");
+    OLMO_CHECK(e.is_object(), r.path, ": field \"", key, "\" must be an object");
+    double tk = entry_theta(e, key, r.path, theta);
     OLMO_CHECK(first || tk == t, r.path, ": field \"rope_parameters\" has different rope_theta "
                "per layer type (", t, " vs ", tk, "); one theta for all layers is implemented");
     t = tk;
     first = false;
+    if (k == "full_attention") has_full = parse_rope_entry(e, key, r.path, full);
+    else has_sliding = parse_rope_entry(e, key, r.path, sliding);
   }
+  OLMO_CHECK(!has_sliding || has_full, r.path, ": field \"rope_parameters\" gives YaRN to "
+             "sliding_attention but not to full_attention; not implemented");
+  if (has_full && has_sliding) {
+    OLMO_CHECK(same_yarn(full, sliding), r.path, ": field \"rope_parameters\" gives different "
+               "YaRN parameters to full_attention and sliding_attention; not implemented");
+    full.variant = YarnVariant::hf;
+  } else if (has_full) {
+    full.variant = YarnVariant::faithful;
+  }
+  if (has_full || !yarn.enabled()) yarn = has_full ? full : RopeScaling{};
   return t;
 }
 
@@ -235,7 +338,7 @@ ModelConfig config_from_hf_json_text(const std::string& text, const std::string&
     c.head_dim = c.d_model / c.n_heads;
   }
   c.norm_eps = float(r.opt_num("rms_norm_eps", 1e-5));
-  c.rope_theta = parse_rope(r);
+  c.rope_theta = parse_rope(r, c.yarn);
   c.max_seq_len = r.opt_int("max_position_embeddings", 2048);
 
   int64_t window = r.has("sliding_window") ? r.as_int("sliding_window") : -1;
@@ -313,7 +416,22 @@ std::string config_to_hf_json(const ModelConfig& c) {
   j["layer_types"] = types;
   j["sliding_window"] = window > 0 ? json(window) : json(4096);
   json rp = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}};
-  j["rope_parameters"] = {{"full_attention", rp}, {"sliding_attention", rp}};
+  json full = rp, sliding = rp;
+  if (c.yarn.enabled()) {
+    // YaRN per layer type: full_attention always, sliding_attention for variant hf (read back
+    // by config_from_hf_json_text as the same variant; transformers 5.24 runs it that way).
+    const RopeScaling& y = c.yarn;
+    full = {{"rope_type", "yarn"},
+            {"rope_theta", c.rope_theta},
+            {"factor", y.factor},
+            {"original_max_position_embeddings", y.old_context_len},
+            {"beta_fast", y.beta_fast},
+            {"beta_slow", y.beta_slow},
+            {"attention_factor",
+             y.attention_factor > 0 ? y.attention_factor : 0.1 * std::log(y.factor) + 1.0}};
+    if (y.variant == YarnVariant::hf) sliding = full;
+  }
+  j["rope_parameters"] = {{"full_attention", full}, {"sliding_attention", sliding}};
   j["use_cache"] = true;
   return j.dump(2) + "\n";
 }

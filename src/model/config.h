@@ -16,6 +16,30 @@ namespace olmo::model {
 inline constexpr int64_t kVocabHF = 100278;      // dolma2 tokenizer vocabulary
 inline constexpr int64_t kVocabPadded = 100352;  // padded to a multiple of 128 for training
 
+// YaRN RoPE scaling (stage 3 and the released long-context model; spec 2.4). Two variants:
+//   faithful: as OLMo-core trained OLMo 3 (TransformerConfig.with_rope_scaling(...,
+//             full_attn_layers_only=True)): only full-attention layers (window 0) get the scaled
+//             frequencies and the attention factor; sliding layers keep plain RoPE. Frequencies
+//             rounded as OLMo-core's YaRNRoPEScalingConfig computes them.
+//   hf:       every layer gets YaRN, rounded as transformers' _compute_yarn_parameters. This is
+//             what transformers 5.x releases with one rotary embedding for all layers ran for a
+//             released long-context checkpoint (spec 2.4); transformers 5.24 runs it for a
+//             config.json whose rope_parameters give YaRN to both layer types (a legacy
+//             rope_scaling field it applies to full-attention layers only, = faithful).
+enum class YarnVariant { faithful, hf };
+const char* yarn_variant_name(YarnVariant v);
+// "faithful" | "hf"; anything else throws "<where>: ..." naming the valid values.
+YarnVariant parse_yarn_variant(const std::string& s, const std::string& where);
+
+struct RopeScaling {
+  double factor = 0;  // 0 = no YaRN; otherwise > 1
+  double beta_fast = 32, beta_slow = 1;
+  int64_t old_context_len = 8192;  // must not exceed max_seq_len
+  double attention_factor = 0;     // 0 = 0.1 ln(factor) + 1
+  YarnVariant variant = YarnVariant::faithful;
+  bool enabled() const { return factor != 0; }
+};
+
 struct ModelConfig {
   std::string name;
   int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_hidden = 0;
@@ -24,13 +48,20 @@ struct ModelConfig {
   float norm_eps = 1e-6f;
   std::vector<int64_t> layer_window;  // per layer: query i sees keys i-w+1..i; 0 = full causal
   int64_t max_seq_len = 8192;         // RoPE table length / longest sequence accepted
+  RopeScaling yarn;                   // YaRN (off by default)
 
   int64_t q_dim() const { return n_heads * head_dim; }     // width of q (and of q_norm)
   int64_t kv_dim() const { return n_kv_heads * head_dim; } // width of k, v (and of k_norm)
+  // Whether layer l uses the YaRN table (faithful: full-attention layers only; hf: all).
+  bool yarn_on_layer(int64_t l) const {
+    return yarn.enabled() &&
+           (yarn.variant == YarnVariant::hf || layer_window[size_t(l)] == 0);
+  }
 };
 
 // Throws olmo::Error "<where>: <problem>" when the configuration is inconsistent (non-positive
-// sizes, heads not divisible by kv-heads, odd head_dim, layer_window length != n_layers, ...).
+// sizes, heads not divisible by kv-heads, odd head_dim, layer_window length != n_layers, a YaRN
+// factor <= 1, a YaRN old context <= 0 or larger than max_seq_len, bad betas, ...).
 void validate(const ModelConfig& c, const std::string& where);
 
 // A named preset (vocab 100352 when padded_vocab, else 100278). Unknown names throw an
@@ -44,8 +75,13 @@ std::vector<int64_t> olmo3_layer_windows(int64_t n_layers, int64_t w = 4096);
 // Parse an HF Olmo3Config config.json. Errors name the file and the field. Defaults follow
 // transformers' Olmo3Config where a field is absent (num_key_value_heads = heads, rms_norm_eps
 // 1e-5, sliding_window 4096, layer_types = the OLMo 3 pattern, rope_theta 500000,
-// max_position_embeddings 2048). Rejects what this implementation does not compute: rope types
-// other than "default" (YaRN), attention bias, tied embeddings, activations other than silu.
+// max_position_embeddings 2048). RoPE: a legacy "rope_scaling" {"rope_type": "yarn", ...} is
+// YaRN on the full-attention layers (variant faithful; transformers 4.57 and 5.24 apply it so);
+// "rope_parameters" per layer type with YaRN on full_attention only is faithful, with the same
+// YaRN on both types is variant hf. Rejects what this implementation does not compute: rope
+// types other than "default" / "yarn", YaRN on sliding layers only, different YaRN per type,
+// YaRN truncate=false or mscale fields, attention bias, tied embeddings, activations other
+// than silu.
 ModelConfig config_from_hf_json(const std::string& path);
 // The same from the text of a config.json (`path` only used in messages).
 ModelConfig config_from_hf_json_text(const std::string& text, const std::string& path);

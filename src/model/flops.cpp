@@ -55,17 +55,28 @@ int64_t scratch_floats_per_token(const ModelConfig& c) {
   return 2 * D + 3 * F + 2 * Q + 3 * K;
 }
 
-MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch) {
+MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
+                       int64_t processes, bool exact, int64_t micro_batches_per_rank) {
   ParamCounts p = count_params(c);
+  const int64_t W = processes < 1 ? 1 : processes;
+  const int64_t shard = (p.total + W - 1) / W;  // elements of the largest shard
   MemoryPlan m;
+  m.processes = W;
   m.weights = 4 * p.total;
   m.grads = 4 * p.total;
-  m.adam_moments = 8 * p.total;
+  m.adam_moments = 8 * shard;
+  m.grad_shard = (W == 1 && !exact) ? 0 : 4 * shard;
+  m.reduce_accumulator = exact ? 16 * shard : 0;
+  const double ring = double(W - 1) / double(W);
+  const double rs = exact ? 16.0 * double(p.total) * double(micro_batches_per_rank)
+                          : 4.0 * double(p.total);
+  m.comm_bytes_per_step = int64_t(ring * (rs + 4.0 * double(p.total)));
   m.activations_per_token = 4 * activation_floats_per_token(c);
   m.scratch_per_token = 4 * scratch_floats_per_token(c);
   m.micro_batch_tokens = seq_len * micro_batch;
   m.activations = (m.activations_per_token + m.scratch_per_token) * m.micro_batch_tokens;
-  m.total = m.weights + m.grads + m.adam_moments + m.activations;
+  m.total = m.weights + m.grads + m.adam_moments + m.grad_shard + m.reduce_accumulator +
+            m.activations;
   return m;
 }
 

@@ -41,17 +41,29 @@ double olmo_core_flops_per_token(const ModelConfig& c, int64_t seq_len);
 // Training memory (bytes, fp32 everywhere). Activations: what Olmo3::forward_backward stores per
 // token for the backward pass (all layers), plus per-token scratch reused across layers; the loss
 // kernel's fixed-size chunk buffer is not per token and not included.
+// Per process, data-parallel over W processes with ZeRO-1/2 (src/dist): full fp32 weights and
+// the model's full micro-batch gradient buffer on every rank; AdamW moments, the reduced
+// gradient shard and (dist.reduce=exact) the 128-bit fixed-point shard accumulator are 1/W.
+// Bytes each rank sends per step (ring algorithms: (W-1)/W of the vector per collective):
+//   exact: every micro-batch round reduce-scatters 16P bytes (i128), then one fp32 all-gather;
+//   fast:  one fp32 reduce-scatter (4P) and one fp32 all-gather (4P).
 struct MemoryPlan {
-  int64_t weights = 0, grads = 0, adam_moments = 0;  // 4P, 4P, 8P
+  int64_t processes = 1;
+  int64_t weights = 0, grads = 0, adam_moments = 0;  // 4P, 4P, 8P/W
+  int64_t grad_shard = 0;              // 4P/W (0 for W = 1 fast: the gradient buffer is reused)
+  int64_t reduce_accumulator = 0;      // 16P/W (exact only)
+  int64_t comm_bytes_per_step = 0;     // bytes each rank sends per step (receives as many)
   int64_t activations_per_token = 0;   // stored for backward, all layers
   int64_t scratch_per_token = 0;       // reused buffers (one layer's worth of gradients)
   int64_t micro_batch_tokens = 0;      // seq_len * micro_batch
   int64_t activations = 0;             // (activations_per_token + scratch_per_token) * tokens
-  int64_t total = 0;                   // weights + grads + adam_moments + activations
+  int64_t total = 0;                   // all of the above + activations
 };
 // Floats per token: stored activations and scratch, as allocated by Olmo3 (olmo3.cpp uses these).
 int64_t activation_floats_per_token(const ModelConfig& c);
 int64_t scratch_floats_per_token(const ModelConfig& c);
-MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch);
+MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
+                       int64_t processes = 1, bool exact = false,
+                       int64_t micro_batches_per_rank = 1);
 
 }  // namespace olmo::model

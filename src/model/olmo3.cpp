@@ -124,9 +124,17 @@ void Olmo3::ensure(int64_t B, int64_t T) {
              " T=", T);
   OLMO_CHECK(T <= cfg_.max_seq_len, "Olmo3: sequence length ", T, " exceeds max_seq_len ",
              cfg_.max_seq_len, " of model '", cfg_.name, "'");
-  if (rope_.max_pos < T)
-    rope_ = rope_table(std::max<int64_t>(T, std::min<int64_t>(cfg_.max_seq_len, 2048)),
-                       cfg_.head_dim, cfg_.rope_theta);
+  if (rope_.max_pos < T) {
+    const int64_t len = std::max<int64_t>(T, std::min<int64_t>(cfg_.max_seq_len, 2048));
+    rope_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta);
+    if (cfg_.yarn.enabled()) {
+      const RopeScaling& y = cfg_.yarn;
+      YarnParams p{y.factor, y.beta_fast, y.beta_slow, y.old_context_len, y.attention_factor};
+      rope_yarn_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta, p,
+                              y.variant == YarnVariant::hf ? YarnFormula::hf
+                                                           : YarnFormula::olmo_core);
+    }
+  }
   Acts& A = *acts_;
   const int64_t N = B * T;
   if (N > A.cap) {
@@ -160,6 +168,10 @@ void Olmo3::ensure(int64_t B, int64_t T) {
   A.K1 = take(N * K), A.K2 = take(N * K), A.K3 = take(N * K);
 }
 
+const RopeTable& Olmo3::rope_for(int64_t layer) const {
+  return cfg_.yarn_on_layer(layer) ? rope_yarn_ : rope_;
+}
+
 // ----------------------------------------------------------------------------------- forward
 
 // Runs embedding, all blocks and the final norm; leaves the normed hidden states in acts_->xf.
@@ -180,8 +192,8 @@ void Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, in
     gemm(false, true, N, K, D, 1.0f, a.x, P + w.v, 0.0f, a.v);
     rmsnorm_forward(a.q_raw, P + w.q_norm, a.q, a.rq, N, Q, eps);
     rmsnorm_forward(a.k_raw, P + w.k_norm, a.k, a.rk, N, K, eps);
-    rope_forward(a.q, B, T, H, hd, rope_);
-    rope_forward(a.k, B, T, KV, hd, rope_);
+    rope_forward(a.q, B, T, H, hd, rope_for(l));
+    rope_forward(a.k, B, T, KV, hd, rope_for(l));
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
     attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
     gemm(false, true, N, D, Q, 1.0f, a.o, P + w.o, 0.0f, a.a);
@@ -228,8 +240,8 @@ void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, i
     gemm(false, false, N, Q, D, 1.0f, A.tD, P + w.o, 0.0f, A.Q1);
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
     attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
-    rope_backward(A.Q2, B, T, H, hd, rope_);
-    rope_backward(A.K1, B, T, KV, hd, rope_);
+    rope_backward(A.Q2, B, T, H, hd, rope_for(l));
+    rope_backward(A.K1, B, T, KV, hd, rope_for(l));
     rmsnorm_backward(A.Q2, a.q_raw, P + w.q_norm, a.rq, A.Q1, G + w.q_norm, N, Q);
     rmsnorm_backward(A.K1, a.k_raw, P + w.k_norm, a.rk, A.K3, G + w.k_norm, N, K);
     gemm(true, false, Q, D, N, 1.0f, A.Q1, a.x, 1.0f, G + w.q);
@@ -266,9 +278,10 @@ LossSums Olmo3::forward_loss(const int32_t* tokens, const int32_t* targets,
                       cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
 }
 
-void Olmo3::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits) {
+void Olmo3::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
+                           const int32_t* doc_ids) {
   ensure(B, T);
-  forward(tokens, nullptr, B, T);
+  forward(tokens, doc_ids, B, T);
   gemm(false, true, B * T, cfg_.vocab_size, cfg_.d_model, 1.0f, acts_->xf,
        params_.data() + layout_.lm_head, 0.0f, logits);
 }

@@ -2,7 +2,8 @@
 // micro-batch (spec 2.1-2.6; HF Olmo3ForCausalLM semantics):
 //   x0 = embed[tokens]
 //   per block:  q = rmsnorm_q(x Wq^T), k = rmsnorm_k(x Wk^T)   (QK-norm over the full width)
-//               v = x Wv^T;  q, k <- RoPE (rotate_half);  o = attention(q, k, v) (causal,
+//               v = x Wv^T;  q, k <- RoPE (rotate_half; the YaRN table on the layers
+//               ModelConfig::yarn_on_layer selects);  o = attention(q, k, v) (causal,
 //               window per layer, optional doc mask, GQA);  h = x + rmsnorm_attn(o Wo^T)
 //               out = h + rmsnorm_ffn(Wdown (silu(h Wgate^T) * h Wup^T))
 //   logits = rmsnorm_final(x_L) lm_head^T;  loss via the fused chunked LM-head kernel.
@@ -69,8 +70,10 @@ class Olmo3 {
   // Loss sums only, no gradients (evaluation).
   kernels::LossSums forward_loss(const int32_t* tokens, const int32_t* targets,
                                  const int32_t* doc_ids, int64_t B, int64_t T, float z_coef);
-  // Full logits [B,T,V] (causal, no doc mask). Holds B*T*V floats: for inference/tests only.
-  void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits);
+  // Full logits [B,T,V] (causal; doc_ids [B,T] or null as in forward_backward). Holds B*T*V
+  // floats: for inference/tests only.
+  void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
+                      const int32_t* doc_ids = nullptr);
 
   // Bytes of activation + scratch buffers currently allocated (for the memory-plan test).
   size_t activation_bytes() const;
@@ -84,7 +87,9 @@ class Olmo3 {
   ModelConfig cfg_;
   ParamLayout layout_;
   FloatBuffer params_, grads_;
-  kernels::RopeTable rope_;
+  kernels::RopeTable rope_;       // plain RoPE
+  kernels::RopeTable rope_yarn_;  // YaRN (when cfg_.yarn is enabled; layers per yarn_on_layer)
+  const kernels::RopeTable& rope_for(int64_t layer) const;
   std::unique_ptr<Acts> acts_;
 };
 

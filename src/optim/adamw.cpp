@@ -3,6 +3,7 @@
 // contract a*b+c and every operation rounds once, as torch's fp32 kernels do.
 #include "optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -52,7 +53,13 @@ inline void update_one(float& p, float g, float& m, float& v, const StepScalars&
 }  // namespace
 
 AdamW::AdamW(size_t numel, std::vector<ParamGroup> groups, AdamWConfig cfg)
-    : numel_(numel), groups_(std::move(groups)), cfg_(cfg) {
+    : AdamW(numel, std::move(groups), cfg, 0, numel) {}
+
+AdamW::AdamW(size_t numel, std::vector<ParamGroup> groups, AdamWConfig cfg, size_t shard_begin,
+             size_t shard_end)
+    : numel_(numel), lo_(shard_begin), hi_(shard_end), groups_(std::move(groups)), cfg_(cfg) {
+  OLMO_CHECK(lo_ <= hi_ && hi_ <= numel_, "optimizer shard [", lo_, ", ", hi_,
+             ") outside the ", numel_, "-element buffer");
   OLMO_CHECK(cfg_.beta1 >= 0 && cfg_.beta1 <= 1, "optimizer.betas[0]: must be in [0, 1], got ", cfg_.beta1);
   OLMO_CHECK(cfg_.beta2 >= 0 && cfg_.beta2 <= 1, "optimizer.betas[1]: must be in [0, 1], got ", cfg_.beta2);
   OLMO_CHECK(cfg_.eps >= 0, "optimizer.eps: must be >= 0, got ", cfg_.eps);
@@ -66,8 +73,8 @@ AdamW::AdamW(size_t numel, std::vector<ParamGroup> groups, AdamWConfig cfg)
                  "optimizer group ", i, " '", g.name, "' overlaps an earlier group");
     ranges.emplace_back(g.offset, g.numel);
   }
-  m_.assign(numel_, 0.0f);
-  v_.assign(numel_, 0.0f);
+  m_.assign(hi_ - lo_, 0.0f);
+  v_.assign(hi_ - lo_, 0.0f);
   steps_.assign(groups_.size(), 0.0f);
 }
 
@@ -76,11 +83,14 @@ void AdamW::step(float* params, const float* grads, double lr, bool skip) {
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const ParamGroup& g = groups_[gi];
     const StepScalars s = step_scalars(steps_[gi], lr, g.weight_decay, cfg_);
-    float* p = params + g.offset;
-    const float* gr = grads + g.offset;
-    float* m = m_.data() + g.offset;
-    float* v = v_.data() + g.offset;
-    const int64_t n = static_cast<int64_t>(g.numel);
+    // The group's part inside this shard, in shard coordinates.
+    const size_t a = std::max(g.offset, lo_), b = std::min(g.offset + g.numel, hi_);
+    const size_t off = a - lo_;
+    float* p = params + off;
+    const float* gr = grads + off;
+    float* m = m_.data() + off;
+    float* v = v_.data() + off;
+    const int64_t n = b > a ? static_cast<int64_t>(b - a) : 0;
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) update_one(p[i], gr[i], m[i], v[i], s);
     steps_[gi] = steps_[gi] + 1.0f;

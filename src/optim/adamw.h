@@ -14,6 +14,10 @@
 // gradients; OLMo-core would also spread a NaN/inf gradient into m and v, we do not).
 // Step counts: OLMo-core keeps one fp32 step per parameter tensor; every tensor gets a gradient
 // on every step and f is global, so all of them are equal: we keep one fp32 counter per group.
+// ZeRO-1: an AdamW may own only a shard [shard_begin, shard_end) of the flat buffer: moments are
+// allocated for the shard, step() updates the shard (params/grads point at the shard's first
+// element), groups stay global (their intersection with the shard is updated) and so do the
+// step counts and state_json(), so a checkpoint of any shard layout restores into any other.
 // Cost: ~28 bytes of memory traffic per parameter (read p,g,m,v; write p,m,v); OpenMP over
 // elements with a static schedule, each element independent => deterministic for any thread count.
 #pragma once
@@ -46,16 +50,24 @@ class AdamW {
   // numel: size of the flat buffer. Groups must not overlap and must lie inside [0, numel);
   // elements in no group are never updated. Throws olmo::Error on a bad layout or config.
   AdamW(size_t numel, std::vector<ParamGroup> groups, AdamWConfig cfg = {});
+  // Shard [shard_begin, shard_end) of the numel-element buffer.
+  AdamW(size_t numel, std::vector<ParamGroup> groups, AdamWConfig cfg, size_t shard_begin,
+        size_t shard_end);
 
-  // One optimizer step. params/grads: numel floats each. lr: this step's learning rate (double,
+  // One optimizer step. params/grads: shard_numel() floats each (the whole buffer unsharded). lr: this step's learning rate (double,
   // exactly as OLMo-core's scheduler returns it). skip: the skip-step decision (f = 0).
   void step(float* params, const float* grads, double lr, bool skip = false);
 
   size_t numel() const { return numel_; }
+  size_t shard_begin() const { return lo_; }
+  size_t shard_end() const { return hi_; }
+  size_t shard_numel() const { return hi_ - lo_; }
+  // Bytes of optimizer state held by this object (the two moment vectors).
+  size_t state_bytes() const { return (m_.size() + v_.size()) * sizeof(float); }
   const std::vector<ParamGroup>& groups() const { return groups_; }
   const AdamWConfig& config() const { return cfg_; }
 
-  // State, for checkpoints: exp_avg / exp_avg_sq are numel floats (zero outside groups),
+  // State, for checkpoints: exp_avg / exp_avg_sq are shard_numel floats (zero outside groups),
   // steps() has one fp32 step count per group (same order as groups()).
   float* exp_avg() { return m_.data(); }
   float* exp_avg_sq() { return v_.data(); }
@@ -71,7 +83,7 @@ class AdamW {
   void load_state_json(const nlohmann::json& j);
 
  private:
-  size_t numel_;
+  size_t numel_, lo_ = 0, hi_ = 0;
   std::vector<ParamGroup> groups_;
   AdamWConfig cfg_;
   std::vector<float> m_, v_, steps_;

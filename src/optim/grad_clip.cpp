@@ -28,7 +28,7 @@ double block_sumsq(const float* g, size_t n) {
 }
 }  // namespace
 
-float total_grad_norm(const float* g, size_t n) {
+double sum_squares(const float* g, size_t n) {
   const int64_t nb = static_cast<int64_t>((n + kBlock - 1) / kBlock);
   std::vector<double> part(static_cast<size_t>(nb), 0.0);
 #pragma omp parallel for schedule(static) if (nb > 1)
@@ -38,7 +38,11 @@ float total_grad_norm(const float* g, size_t n) {
   }
   double s = 0;
   for (double x : part) s += x;
-  return static_cast<float>(std::sqrt(s));
+  return s;
+}
+
+float total_grad_norm(const float* g, size_t n) {
+  return static_cast<float>(std::sqrt(sum_squares(g, n)));
 }
 
 float clip_grads_with_norm(float* g, size_t n, double max_norm, float total_norm) {

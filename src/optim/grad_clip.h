@@ -10,6 +10,10 @@
 
 namespace olmo::optim {
 
+// sum g^2 over n floats in double (the blocked order above): the local part of a distributed
+// norm.
+double sum_squares(const float* g, size_t n);
+
 // sqrt(sum g^2) over n floats, returned rounded to fp32 (the value OLMo-core logs and feeds to
 // the skip-step rule).
 float total_grad_norm(const float* g, size_t n);

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "train/audit_callback.h"
+#include "train/benchmark_callback.h"
+#include "train/validation.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -27,13 +30,25 @@ static const char* start_name(StartKind k) {
 static json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
 void ConfigSaver::on_start(Trainer& t) {
+  if (t.rank() != 0) return;
   write_file_atomic((fs::path(t.run_dir()) / "config.yaml").string(), to_yaml(t.config()));
 }
 
 void MetricsLogger::on_start(Trainer& t) {
   const auto& mc = t.model().config();
+  // Per-rank resident state (ZeRO: optimizer moments and the reduced-gradient shard fall as 1/W).
+  std::vector<int64_t> opt_bytes(size_t(t.world()), 0), red_bytes(size_t(t.world()), 0);
+  opt_bytes[size_t(t.rank())] = int64_t(t.optimizer().state_bytes());
+  red_bytes[size_t(t.rank())] = int64_t(t.reducer().buffer_bytes());
+  t.comm().allreduce(opt_bytes.data(), opt_bytes.size());
+  t.comm().allreduce(red_bytes.data(), red_bytes.size());
   json rec = {{"kind", "info"},
               {"event", "start"},
+              {"world", t.world()},
+              {"dist_backend", t.comm().backend()},
+              {"dist_reduce", t.config().dist.reduce},
+              {"optimizer_state_bytes_per_rank", opt_bytes},
+              {"reducer_bytes_per_rank", red_bytes},
               {"step", t.step()},
               {"start", start_name(t.start_kind())},
               {"from", t.start_from()},
@@ -52,8 +67,11 @@ void MetricsLogger::on_start(Trainer& t) {
   t.progress().message(cat("train: ", t.config().name, ": ", start_name(t.start_kind()), from,
                            " at step ", t.step(), "/", t.total_steps(), ", ",
                            t.model().num_params(), " params, ",
-                           t.config().data.global_batch_tokens, " tokens/step, fp32 peak ",
-                           int(t.peak_gflops()), " GFLOP/s"));
+                           t.config().data.global_batch_tokens, " tokens/step, ",
+                           t.world(), t.world() == 1 ? " process" : " processes", " (",
+                           t.comm().backend(), ", reduce ", t.config().dist.reduce,
+                           "), fp32 peak ", int(t.peak_gflops()), " GFLOP/s",
+                           t.world() > 1 ? " per process" : ""));
 }
 
 void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
@@ -68,6 +86,7 @@ void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
               {"target_tokens", r.target_tokens},
               {"tokens_seen", r.tokens_seen},
               {"step_s", r.seconds},
+              {"comm_s", r.comm_seconds},
               {"tokens_per_s", r.tokens_per_s},
               {"mfu", r.mfu},
               {"peak_gflops", t.peak_gflops()},
@@ -103,6 +122,8 @@ void Evaluator::on_start(Trainer& t) {
 
 std::vector<eval::EvalResult> Evaluator::evaluate(Trainer& t) {
   std::vector<eval::EvalResult> out;
+  last_step_ = t.step();
+  if (t.rank() != 0) return out;  // every rank holds the same weights: rank 0 evaluates
   for (auto& s : sets_) {
     eval::EvalResult r = s->run(t.model());
     t.metrics().write({{"kind", "eval"}, {"step", t.step()}, {"set", r.label},
@@ -151,6 +172,10 @@ void add_default_callbacks(Trainer& t) {
   t.add_callback(std::make_unique<ConfigSaver>());
   t.add_callback(std::make_unique<MetricsLogger>());
   if (!t.config().eval.sets.empty()) t.add_callback(std::make_unique<Evaluator>());
+  if (benchmarks_enabled(t.config())) t.add_callback(std::make_unique<BenchmarkCallback>());
+  install_fault_injection(t);  // data.inject_fault (tests of the audits only)
+  if (t.config().audit.enabled) t.add_callback(std::make_unique<DataAudit>());
+  if (t.config().validation.interval > 0) t.add_callback(std::make_unique<Validation>());
   t.add_callback(std::make_unique<Checkpointer>());
 }
 

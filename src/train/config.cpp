@@ -40,11 +40,12 @@ static void visit_fields(C& c, V&& v) {
   v("model.yarn_beta_fast", c.model.yarn_beta_fast, "");
   v("model.yarn_beta_slow", c.model.yarn_beta_slow, "");
   v("model.yarn_old_context_len", c.model.yarn_old_context_len, "");
+  v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
   v("data.mix", c.data.mix, "");
   v("data.seq_len", c.data.seq_len, "");
   v("data.global_batch_tokens", c.data.global_batch_tokens, "");
   v("data.micro_batch_tokens", c.data.micro_batch_tokens, "");
-  v("data.processes", c.data.processes, "");
+  v("data.processes", c.data.processes, "0 = the launched world size");
   v("data.seed", c.data.seed, "");
   v("data.eos_id", c.data.eos_id, "");
   v("data.pad_id", c.data.pad_id, "");
@@ -52,6 +53,11 @@ static void visit_fields(C& c, V&& v) {
   v("data.generate_doc_lengths", c.data.generate_doc_lengths, "");
   v("data.source_group_size", c.data.source_group_size, "");
   v("data.source_permutation_seed", c.data.source_permutation_seed, "");
+  v("data.inject_fault", c.data.inject_fault, "none | pool | stride | repeat_batch (tests)");
+  v("data.fault_start_step", c.data.fault_start_step, "");
+  v("data.fault_pool_size", c.data.fault_pool_size, "");
+  v("data.fault_stride", c.data.fault_stride, "0 = seq_len / 2");
+  v("data.fault_every", c.data.fault_every, "");
   v("eval.sets", c.eval.sets, "label: path");
   v("eval.interval", c.eval.interval, "");
   v("eval.max_instances", c.eval.max_instances, "");
@@ -90,6 +96,37 @@ static void visit_fields(C& c, V&& v) {
   v("trainer.threads", c.trainer.threads, "");
   v("trainer.log_batch_indices", c.trainer.log_batch_indices, "");
   v("trainer.init_from_hf", c.trainer.init_from_hf, "");
+  v("trainer.loss_normalization", c.trainer.loss_normalization, "auto | global | per_rank");
+  v("dist.reduce", c.dist.reduce, "exact (world-size-independent bits) | fast (fp32)");
+  v("dist.bucket_mb", c.dist.bucket_mb, "");
+  v("validation.interval", c.validation.interval, "0 = off");
+  v("validation.sets", c.validation.sets, "label: path (empty: eval.sets)");
+  v("validation.max_instances", c.validation.max_instances, "");
+  v("validation.entropy_instances", c.validation.entropy_instances, "");
+  v("validation.reference", c.validation.reference, "reference RUN_DIR");
+  v("validation.tol_loss", c.validation.tol_loss, "");
+  v("validation.tol_gap", c.validation.tol_gap, "");
+  v("validation.tol_entropy", c.validation.tol_entropy, "");
+  v("validation.max_gap", c.validation.max_gap, "0 = off");
+  v("validation.stop_on_alarm", c.validation.stop_on_alarm, "");
+  v("audit.enabled", c.audit.enabled, "");
+  v("audit.reread_rows", c.audit.reread_rows, "0 = all");
+  v("audit.stats_window", c.audit.stats_window, "");
+  v("audit.entropy_tol_bits", c.audit.entropy_tol_bits, "");
+  v("audit.top_share_tol", c.audit.top_share_tol, "");
+  v("audit.contamination", c.audit.contamination, "");
+  v("audit.ngram_threshold", c.audit.ngram_threshold, "");
+  v("audit.stop_on_alarm", c.audit.stop_on_alarm, "");
+  v("audit.max_alarms", c.audit.max_alarms, "");
+  v("benchmarks.suites", c.benchmarks.suites, "label: suite JSONL (evalsets/)");
+  v("benchmarks.interval", c.benchmarks.interval, "0 = validation.interval");
+  v("benchmarks.max_items", c.benchmarks.max_items, "per suite (0 = all)");
+  v("benchmarks.at_start", c.benchmarks.at_start, "");
+  v("benchmarks.canaries", c.benchmarks.canaries, "canaries.json (\"\" = no exposure)");
+  v("benchmarks.exposure_candidates", c.benchmarks.exposure_candidates, "");
+  v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count, "0 = all");
+  v("benchmarks.tokenizer", c.benchmarks.tokenizer, "\"\" = default dolma2 rank file");
+  v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault");
 }
 
 // ---- scalar parsing with error context ("where" = file:line or override text) ----
@@ -306,6 +343,12 @@ void apply_override(Config& c, const std::string& kv) {
     c.origin["eval.sets"] = where;
     return;
   }
+  // benchmarks.suites.LABEL=path likewise.
+  if (dot != std::string::npos && key.substr(0, dot) == "benchmarks.suites") {
+    parse_into(n, c.benchmarks.suites[key.substr(dot + 1)], key, where);
+    c.origin["benchmarks.suites"] = where;
+    return;
+  }
   throw Error(cat(where, ": unknown key '", key, "'", suggestion(key)));
 }
 
@@ -373,7 +416,7 @@ int64_t batch_instances(const Config& c) {
   return c.data.seq_len > 0 ? c.data.global_batch_tokens / c.data.seq_len : 0;
 }
 int64_t micro_batches(const Config& c) {
-  int64_t per_proc = c.data.global_batch_tokens / std::max<int64_t>(1, c.data.processes);
+  int64_t per_proc = c.data.global_batch_tokens / std::max<int64_t>(1, c.data.processes);  // 0 = 1
   return c.data.micro_batch_tokens > 0 ? per_proc / c.data.micro_batch_tokens : 0;
 }
 int64_t schedule_steps(const Config& c) {
@@ -400,17 +443,26 @@ static std::string at(const Config& c, const std::string& key) {
 void validate(const Config& c, bool check_files) {
   const auto& d = c.data;
   OLMO_CHECK(d.seq_len > 0, at(c, "data.seq_len"), " must be > 0 (got ", d.seq_len, ")");
-  OLMO_CHECK(d.processes >= 1, at(c, "data.processes"), " must be >= 1");
+  OLMO_CHECK(d.processes >= 0, at(c, "data.processes"), " must be >= 0 (0: the launched world)");
   OLMO_CHECK(d.global_batch_tokens > 0 && d.global_batch_tokens % d.seq_len == 0,
              at(c, "data.global_batch_tokens"), " = ", d.global_batch_tokens,
              " must be a positive multiple of data.seq_len = ", d.seq_len);
   OLMO_CHECK(d.micro_batch_tokens > 0 && d.micro_batch_tokens % d.seq_len == 0,
              at(c, "data.micro_batch_tokens"), " = ", d.micro_batch_tokens,
              " must be a positive multiple of data.seq_len = ", d.seq_len);
-  OLMO_CHECK(d.global_batch_tokens % (d.micro_batch_tokens * d.processes) == 0,
+  const int64_t procs = std::max<int64_t>(1, d.processes);
+  OLMO_CHECK(d.global_batch_tokens % (d.micro_batch_tokens * procs) == 0,
              at(c, "data.global_batch_tokens"), " = ", d.global_batch_tokens,
              " is not divisible by data.micro_batch_tokens x data.processes = ",
-             d.micro_batch_tokens, " x ", d.processes);
+             d.micro_batch_tokens, " x ", procs,
+             procs > 1 ? " (the processes must split the micro-batches evenly)" : "");
+  OLMO_CHECK(c.dist.reduce == "exact" || c.dist.reduce == "fast", at(c, "dist.reduce"),
+             " must be exact or fast, got '", c.dist.reduce, "'");
+  OLMO_CHECK(c.trainer.loss_normalization == "auto" || c.trainer.loss_normalization == "global" ||
+                 c.trainer.loss_normalization == "per_rank",
+             at(c, "trainer.loss_normalization"), " must be auto, global or per_rank, got '",
+             c.trainer.loss_normalization, "'");
+  OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
   for (size_t i = 0; i < c.model.window_pattern.size(); ++i) {
     int64_t w = c.model.window_pattern[i];
     OLMO_CHECK(w == -1 || w > 0, at(c, "model.window_pattern"), "[", i, "] = ", w,
@@ -421,6 +473,13 @@ void validate(const Config& c, bool check_files) {
   }
   OLMO_CHECK(d.dataset == "fsl" || d.dataset == "packed_fsl", at(c, "data.dataset"),
              " must be fsl or packed_fsl, got '", d.dataset, "'");
+  if (d.dataset == "packed_fsl") {
+    OLMO_CHECK(d.eos_id >= 0, at(c, "data.eos_id"), " = ", d.eos_id, ": packed instances "
+               "(data.dataset = packed_fsl) need an EOS id, documents are split on it");
+    OLMO_CHECK(d.seq_len > 0 && (d.seq_len & (d.seq_len - 1)) == 0, at(c, "data.seq_len"), " = ",
+               d.seq_len, " must be a power of two for packed_fsl (OLMo-core's OBFD packing)");
+    OLMO_CHECK(d.source_group_size >= 1, at(c, "data.source_group_size"), " must be >= 1");
+  }
   OLMO_CHECK(c.optim.name == "skip_step_adamw" || c.optim.name == "adamw", at(c, "optim.name"),
              " must be skip_step_adamw or adamw, got '", c.optim.name, "'");
   OLMO_CHECK(c.optim.lr > 0, at(c, "optim.lr"), " must be > 0");
@@ -446,11 +505,53 @@ void validate(const Config& c, bool check_files) {
                  c.trainer.progress == "off",
              at(c, "trainer.progress"), " must be auto, on or off");
   OLMO_CHECK(!c.trainer.run_dir.empty(), at(c, "trainer.run_dir"), " must be set");
+  {
+    static const std::set<std::string> faults = {"none", "", "pool", "stride", "repeat_batch"};
+    OLMO_CHECK(faults.count(d.inject_fault), at(c, "data.inject_fault"), " = '", d.inject_fault,
+               "' must be none, pool, stride or repeat_batch");
+    OLMO_CHECK(d.inject_fault == "none" || d.inject_fault.empty() || c.allow_fault_injection,
+               at(c, "data.inject_fault"), " = '", d.inject_fault,
+               "' is refused: fault injection corrupts training data on purpose and needs "
+               "allow_fault_injection: true in the config");
+    OLMO_CHECK(d.fault_start_step >= 1, at(c, "data.fault_start_step"), " must be >= 1");
+    OLMO_CHECK(d.fault_pool_size >= 1, at(c, "data.fault_pool_size"), " must be >= 1");
+    OLMO_CHECK(d.fault_stride >= 0, at(c, "data.fault_stride"), " must be >= 0");
+    OLMO_CHECK(d.fault_every >= 1, at(c, "data.fault_every"), " must be >= 1");
+    OLMO_CHECK(c.validation.interval >= 0, at(c, "validation.interval"), " must be >= 0");
+    OLMO_CHECK(c.validation.max_instances >= 1, at(c, "validation.max_instances"),
+               " must be >= 1");
+    OLMO_CHECK(c.validation.entropy_instances >= 1, at(c, "validation.entropy_instances"),
+               " must be >= 1");
+    OLMO_CHECK(c.validation.tol_loss > 0 && c.validation.tol_gap > 0 &&
+                   c.validation.tol_entropy > 0,
+               at(c, "validation.tol_loss"), " / tol_gap / tol_entropy must be > 0");
+    OLMO_CHECK(c.audit.reread_rows >= 0, at(c, "audit.reread_rows"), " must be >= 0");
+    OLMO_CHECK(c.audit.stats_window >= 1, at(c, "audit.stats_window"), " must be >= 1");
+    OLMO_CHECK(c.audit.max_alarms >= 1, at(c, "audit.max_alarms"), " must be >= 1");
+  }
+  OLMO_CHECK(c.benchmarks.interval >= 0, at(c, "benchmarks.interval"), " must be >= 0");
+  OLMO_CHECK(c.benchmarks.max_items >= 0, at(c, "benchmarks.max_items"), " must be >= 0");
+  OLMO_CHECK(c.benchmarks.exposure_candidates >= 2, at(c, "benchmarks.exposure_candidates"),
+             " must be >= 2");
+  OLMO_CHECK(c.benchmarks.canaries_per_count >= 0, at(c, "benchmarks.canaries_per_count"),
+             " must be >= 0");
   if (!check_files) return;
   OLMO_CHECK(!d.mix.empty(), at(c, "data.mix"), " must name a mix file");
   OLMO_CHECK(fs::exists(d.mix), at(c, "data.mix"), ": data mix file not found: ", d.mix);
   for (auto& [label, p] : c.eval.sets)
     OLMO_CHECK(fs::exists(p), at(c, "eval.sets"), ": held-out set '", label, "' not found: ", p);
+  for (auto& [label, p] : c.validation.sets)
+    OLMO_CHECK(fs::exists(p), at(c, "validation.sets"), ": held-out set '", label,
+               "' not found: ", p);
+  for (auto& [label, p] : c.benchmarks.suites)
+    OLMO_CHECK(fs::exists(p), at(c, "benchmarks.suites"), ": benchmark suite '", label,
+               "' not found: ", p);
+  if (!c.benchmarks.canaries.empty())
+    OLMO_CHECK(fs::exists(c.benchmarks.canaries), at(c, "benchmarks.canaries"),
+               ": canary file not found: ", c.benchmarks.canaries);
+  if (!c.validation.reference.empty())
+    OLMO_CHECK(fs::is_directory(c.validation.reference), at(c, "validation.reference"),
+               ": reference run dir not found: ", c.validation.reference);
   if (!c.trainer.init_from_hf.empty())
     OLMO_CHECK(fs::exists(c.trainer.init_from_hf), at(c, "trainer.init_from_hf"),
                ": HF model dir not found: ", c.trainer.init_from_hf);

@@ -25,6 +25,8 @@ struct ModelSection {
   // YaRN RoPE scaling on the full-attention layers (stage 3); yarn_factor 0 = none.
   double yarn_factor = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
   int64_t yarn_old_context_len = 8192;
+  // faithful = full-attention layers only (OLMo-core, as trained); hf = every layer.
+  std::string yarn_variant = "faithful";
 };
 
 struct DataSection {
@@ -32,7 +34,8 @@ struct DataSection {
   int64_t seq_len = 0;               // tokens per instance (OLMo-core sequence_length)
   int64_t global_batch_tokens = 0;   // OLMo-core global_batch_size (tokens)
   int64_t micro_batch_tokens = 0;    // OLMo-core rank_microbatch_size (tokens)
-  int64_t processes = 1;             // data-parallel world size
+  int64_t processes = 0;             // data-parallel world size; 0 = the launched world
+                                     // (mpirun -np N); a value != the launched world is an error
   int64_t seed = 0;                  // data-loader shuffle seed
   int64_t eos_id = 100257;           // dolma2 <|endoftext|> (eval documents end at it)
   int64_t pad_id = 100277;           // dolma2 <|pad|> (eval instances are padded with it)
@@ -40,6 +43,13 @@ struct DataSection {
   bool generate_doc_lengths = false; // intra-document attention masking (packed_fsl)
   int64_t source_group_size = 1;     // packed_fsl: files packed together
   int64_t source_permutation_seed = 0;
+  // Fault injection (src/data/fault_inject.h; tests of the audits only). Refused unless the
+  // config says allow_fault_injection: true.
+  std::string inject_fault = "none";  // none | pool | stride | repeat_batch
+  int64_t fault_start_step = 1;       // first faulty step
+  int64_t fault_pool_size = 4;        // pool: instances served over and over
+  int64_t fault_stride = 0;           // stride: window stride in tokens (0 = seq_len / 2)
+  int64_t fault_every = 10;           // repeat_batch: the previous batch again every N steps
 };
 
 struct EvalSection {
@@ -48,6 +58,47 @@ struct EvalSection {
   int64_t max_instances = 0;         // cap per set (0 = all)
   int64_t batch_instances = 4;       // instances per forward
   bool at_start = true;              // evaluate before step 1
+};
+
+// Validation checkpoints (src/train/validation.h): a compact record every `interval` steps in
+// RUN_DIR/validation.jsonl, compared with a reference run's record at the same step.
+struct ValidationSection {
+  int64_t interval = 1000;           // 0 = off
+  std::map<std::string, std::string> sets;  // label -> held-out path; empty = eval.sets
+  int64_t max_instances = 64;        // documents per set
+  int64_t entropy_instances = 4;     // the fixed validation batch (first documents of a set)
+  std::string reference = "";        // RUN_DIR of a reference run (same model and data)
+  double tol_loss = 0.25;            // |held-out loss - reference| (nats)
+  double tol_gap = 0.25;             // |train-minus-held-out gap - reference| (nats)
+  double tol_entropy = 0.5;          // |entropy - reference| (served: bits, model: nats)
+  double max_gap = 0;                // alarm when held-out - train loss exceeds this (0 = off)
+  bool stop_on_alarm = false;
+};
+
+// In-loop data-loader audit (src/train/audit_callback.h, src/audit/).
+struct AuditSection {
+  bool enabled = true;
+  int64_t reread_rows = 4;           // rows per batch re-read from the token files (0 = all)
+  int64_t stats_window = 100;        // steps per served-token distribution check
+  double entropy_tol_bits = 1.0;     // |served - corpus unigram entropy| alarm threshold
+  double top_share_tol = 0.05;       // |served - corpus share| of a corpus top-10 token
+  bool contamination = true;         // check eval/validation sets against the train mix at start
+  double ngram_threshold = 0.5;      // held-out doc contaminated: share of its 13-grams in train
+  bool stop_on_alarm = false;
+  int64_t max_alarms = 20;           // alarm lines per cause (later ones are counted only)
+};
+
+// In-loop benchmark suites and canary exposure (src/train/benchmark_callback.h, src/eval/
+// benchmark.h, src/eval/exposure.h): scored at start, every `interval` steps and at the end.
+struct BenchmarksSection {
+  std::map<std::string, std::string> suites;  // label -> suite JSONL (evalsets/*.jsonl)
+  int64_t interval = 0;              // 0 = validation.interval
+  int64_t max_items = 0;             // items per suite (0 = all)
+  bool at_start = true;              // score before step 1
+  std::string canaries = "";         // canaries.json of the corpus ("" = no exposure)
+  int64_t exposure_candidates = 64;  // |R|: the canary plus this many - 1 never-seen secrets
+  int64_t canaries_per_count = 0;    // canaries scored per repetition count (0 = all)
+  std::string tokenizer = "";        // "" = the default dolma2 rank file
 };
 
 struct OptimSection {
@@ -92,6 +143,20 @@ struct TrainerSection {
   bool log_batch_indices = false;    // write each step's dataset instance indices (audits)
   std::string init_from_hf = "";     // HF model dir (config.json + model.safetensors) for init
   int64_t threads = 0;               // OpenMP threads (0 = leave default)
+  // Divisor of the CE / z-loss sums: global = target tokens of the whole global batch (the same
+  // bits for every world size); per_rank = OLMo-core's train_batch (each rank divides by its own
+  // count, gradients are averaged over ranks: the mean of per-rank means, which depends on the
+  // world size when counts differ, as with packed instances); auto = per_rank for packed_fsl,
+  // global for fsl (where every rank has the same count, so both agree).
+  std::string loss_normalization = "auto";
+};
+
+// Data-parallel distribution (src/dist). The trajectory is bitwise the same for every world size
+// under reduce = exact (fixed-point gradient sums); fast = plain fp32 reduce-scatter.
+struct DistSection {
+  std::string reduce = "exact";      // exact | fast
+  int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
+                                     // reduce-scatter (MiB of fp32 gradient)
 };
 
 struct Config {
@@ -104,6 +169,11 @@ struct Config {
   OptimSection optim;
   SchedulerSection scheduler;
   TrainerSection trainer;
+  DistSection dist;
+  ValidationSection validation;
+  AuditSection audit;
+  BenchmarksSection benchmarks;
+  bool allow_fault_injection = false;  // data.inject_fault is refused unless this is true
 
   // Where each key was last set ("file:line" or "override"); for --dry-run and error messages.
   std::map<std::string, std::string> origin;

@@ -9,6 +9,7 @@
 namespace olmo::train {
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path) {
+  if (path.empty()) return;  // disabled (ranks > 0)
   f_ = std::fopen(path.c_str(), "a");
   OLMO_CHECK(f_, "cannot open metrics file ", path, " for appending");
 }
@@ -18,12 +19,14 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
+  if (path_.empty()) return;
   std::string line = record.dump() + "\n";
   OLMO_CHECK(std::fwrite(line.data(), 1, line.size(), f_) == line.size() && std::fflush(f_) == 0,
              "cannot write metrics file ", path_);
 }
 
 void MetricsLog::truncate_after(int64_t step) {
+  if (path_.empty()) return;
   std::fclose(f_);
   f_ = nullptr;
   std::string kept;

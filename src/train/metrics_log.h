@@ -13,7 +13,9 @@ namespace olmo::train {
 
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path);  // opens for append (creates)
+  // Opens for append (creates). An empty path is a disabled log (writes nothing): the log of
+  // data-parallel ranks > 0, whose records rank 0 writes.
+  explicit MetricsLog(const std::string& path);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;

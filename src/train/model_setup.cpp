@@ -58,10 +58,22 @@ model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
   } else if (mc.n_layers != old_layers || mc.layer_window.empty()) {
     mc.layer_window = model::olmo3_layer_windows(mc.n_layers);
   }
-  if (!allow_unsupported)
-    OLMO_CHECK(m.yarn_factor == 0, "config key 'model.yarn_factor' = ", m.yarn_factor,
-               ": YaRN RoPE scaling is not implemented by the model yet (stage 3 runs only with "
-               "--dry-run)");
+  (void)allow_unsupported;  // everything the config accepts is now computed by the model
+  if (m.yarn_factor != 0) {
+    OLMO_CHECK(m.yarn_factor > 1, "config key 'model.yarn_factor' = ", m.yarn_factor,
+               " must be > 1 (or 0 for no YaRN)");
+    OLMO_CHECK(m.yarn_old_context_len > 0, "config key 'model.yarn_old_context_len' = ",
+               m.yarn_old_context_len, " must be positive");
+    OLMO_CHECK(m.yarn_old_context_len <= c.data.seq_len, "config key "
+               "'model.yarn_old_context_len' = ", m.yarn_old_context_len,
+               " is larger than data.seq_len = ", c.data.seq_len,
+               " (YaRN extends a shorter trained context to the longer sequence)");
+    mc.yarn.factor = m.yarn_factor;
+    mc.yarn.beta_fast = m.yarn_beta_fast;
+    mc.yarn.beta_slow = m.yarn_beta_slow;
+    mc.yarn.old_context_len = m.yarn_old_context_len;
+    mc.yarn.variant = model::parse_yarn_variant(m.yarn_variant, "config key 'model.yarn_variant'");
+  }
   model::validate(mc, "config section 'model'");
   return mc;
 }

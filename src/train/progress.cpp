@@ -10,7 +10,8 @@ namespace olmo::train {
 
 Progress::Progress(int64_t total_steps, const std::string& mode, int64_t every)
     : total_(total_steps), every_(every < 1 ? 1 : every) {
-  bar_ = mode == "on" || (mode == "auto" && isatty(fileno(stderr)));
+  silent_ = mode == "silent";
+  bar_ = !silent_ && (mode == "on" || (mode == "auto" && isatty(fileno(stderr))));
 }
 
 void Progress::clear_line() {
@@ -21,6 +22,7 @@ void Progress::clear_line() {
 }
 
 void Progress::step(int64_t step, const std::string& summary) {
+  if (silent_) return;
   if (bar_) {
     const int width = 24;
     double frac = total_ > 0 ? double(step) / double(total_) : 0.0;
@@ -39,6 +41,7 @@ void Progress::step(int64_t step, const std::string& summary) {
 }
 
 void Progress::message(const std::string& text) {
+  if (silent_) return;
   clear_line();
   std::printf("%s\n", text.c_str());
   std::fflush(stdout);

@@ -9,7 +9,7 @@ namespace olmo::train {
 
 class Progress {
  public:
-  // mode: "auto" | "on" | "off" ("off" = plain lines).
+  // mode: "auto" | "on" | "off" ("off" = plain lines) | "silent" (prints nothing: ranks > 0).
   Progress(int64_t total_steps, const std::string& mode, int64_t every);
   // A training step finished; `summary` is the text after the bar (loss, tok/s, ...).
   void step(int64_t step, const std::string& summary);
@@ -21,7 +21,7 @@ class Progress {
  private:
   void clear_line();
   int64_t total_, every_;
-  bool bar_ = false, drawn_ = false;
+  bool bar_ = false, drawn_ = false, silent_ = false;
 };
 
 // "1h02m", "3m12s", "45s".

@@ -5,12 +5,17 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "dist/fixed_point.h"
 #include "data/mix.h"
 #include "eval/lm_evaluator.h"
 #include "kernels/peak.h"
@@ -34,35 +39,73 @@ static optim::ScheduleConfig schedule_config(const Config& c) {
   return s;
 }
 
-Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
-  validate(cfg_, /*check_files=*/true);
-  OLMO_CHECK(cfg_.data.dataset == "fsl", "config key 'data.dataset' = '", cfg_.data.dataset,
-             "': only fsl (NumpyFSLDataset) is implemented for training");
-  OLMO_CHECK(cfg_.data.processes == 1, "config key 'data.processes' = ", cfg_.data.processes,
-             ": this build trains in one process (gradient accumulation replaces data parallelism)");
-  if (cfg_.trainer.threads > 0) omp_set_num_threads(int(cfg_.trainer.threads));
-  model::ModelConfig mc = model_config(cfg_);
+// Threads per process when nothing says otherwise: the cores shared among this node's ranks.
+static int default_threads(int world) {
+  if (world <= 1 || std::getenv("OMP_NUM_THREADS")) return 0;
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local ? std::max(1, std::atoi(local)) : world;
+  return std::max(1, omp_get_num_procs() / ranks_here);
+}
 
-  lock_ = std::make_unique<ckpt::RunDirLock>(cfg_.trainer.run_dir);
+Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
+  comm_ = &dist::world_communicator();
+  rank_ = comm_->rank();
+  world_ = comm_->world();
+  validate(cfg_, /*check_files=*/true);
+  OLMO_CHECK(cfg_.data.processes == 0 || cfg_.data.processes == world_,
+             "config key 'data.processes' = ", cfg_.data.processes, " but the job runs ", world_,
+             " process", world_ == 1 ? "" : "es", " (mpirun -np ", world_,
+             "); set data.processes=0 (the launched world) or ", world_);
+  cfg_.data.processes = world_;
+  const int threads = cfg_.trainer.threads > 0 ? int(cfg_.trainer.threads) : default_threads(world_);
+  if (threads > 0) omp_set_num_threads(threads);
+  model::ModelConfig mc = model_config(cfg_);
+  micro_instances_ = cfg_.data.micro_batch_tokens / cfg_.data.seq_len;
+  const int64_t G = batch_instances(cfg_);
+  const int64_t M = G / micro_instances_;  // micro-batches per global batch
+  OLMO_CHECK(world_ <= G, "mpirun -np ", world_, ": more processes than instances in a global ",
+             "batch (data.global_batch_tokens / data.seq_len = ", G, ")");
+  OLMO_CHECK(M % world_ == 0, "mpirun -np ", world_, " does not divide the ", M,
+             " micro-batches of a step (data.global_batch_tokens / data.micro_batch_tokens = ",
+             cfg_.data.global_batch_tokens, " / ", cfg_.data.micro_batch_tokens,
+             "): every process must run the same number of micro-batches");
+  const dist::ReduceMode mode = dist::parse_reduce_mode(cfg_.dist.reduce);
+  OLMO_CHECK(mode != dist::ReduceMode::exact || M <= dist::kMaxMicroBatches,
+             "config key 'dist.reduce' = exact supports at most ", dist::kMaxMicroBatches,
+             " micro-batches per step, this config has ", M, " (use dist.reduce=fast)");
+
+  // Rank 0 holds the run-dir lock for the whole job.
+  if (rank_ == 0) lock_ = std::make_unique<ckpt::RunDirLock>(cfg_.trainer.run_dir);
+  comm_->barrier();
 
   // Data.
   std::vector<std::string> paths = eval::expand_token_paths(cfg_.data.mix);
-  data::FslOptions opt;
-  opt.eos_id = uint32_t(cfg_.data.eos_id);
-  opt.pad_id = uint32_t(cfg_.data.pad_id);
+  data::DatasetSpec spec;
+  spec.kind = cfg_.data.dataset;
+  spec.paths = paths;
+  spec.seq_len = cfg_.data.seq_len;
+  spec.vocab_size = uint32_t(mc.vocab_size);
+  spec.eos_id = cfg_.data.eos_id;
+  spec.pad_id = cfg_.data.pad_id;
+  spec.source_group_size = cfg_.data.source_group_size;
+  spec.permutation_seed = uint64_t(cfg_.data.source_permutation_seed);
+  const std::string& ln = cfg_.trainer.loss_normalization;
+  per_rank_loss_ = ln == "per_rank" || (ln == "auto" && spec.kind == "packed_fsl");
+  doc_mask_ = cfg_.data.generate_doc_lengths;
   try {
-    dataset_ = std::make_unique<data::FslDataset>(paths, cfg_.data.seq_len,
-                                                  uint32_t(mc.vocab_size), opt);
+    dataset_ = data::open_instance_source(spec);
   } catch (const Error& e) {
     throw Error(cat("config key 'data.mix' (", cfg_.data.mix, "): ", e.what()));
   }
-  int64_t G = batch_instances(cfg_);
   OLMO_CHECK(dataset_->size() >= G, "config key 'data.mix' (", cfg_.data.mix, "): ",
              dataset_->size(), " instances of ", cfg_.data.seq_len,
              " tokens, fewer than one global batch (", G, ")");
-  loader_ = std::make_unique<data::DataLoader>(*dataset_, G, uint64_t(cfg_.data.seed));
+  loader_ = std::make_unique<data::DataLoader>(*dataset_, G, uint64_t(cfg_.data.seed), rank_,
+                                               world_);
+  // Whole micro-batches per rank: micro-batch j of the global batch is the same instances for
+  // every world size.
+  loader_->set_rank_chunk(micro_instances_);
   if (cfg_.trainer.hard_stop_epochs > 0) loader_->set_max_epochs(cfg_.trainer.hard_stop_epochs);
-  micro_instances_ = cfg_.data.micro_batch_tokens / cfg_.data.seq_len;
 
   t_max_ = train::schedule_steps(cfg_);
   total_steps_ = run_steps(cfg_, loader_->batches_per_epoch());
@@ -70,26 +113,39 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
 
   model_ = std::make_unique<model::Olmo3>(mc);
   flops_per_token_ = model::flops_per_token(mc, cfg_.data.seq_len);
+  const size_t bucket = size_t(cfg_.dist.bucket_mb) * (1u << 20) / sizeof(float);
+  reducer_ = std::make_unique<dist::GradReducer>(*comm_, model_->num_params(), mode, bucket);
+  if (!(mode == dist::ReduceMode::fast && world_ == 1)) shard_grad_.assign(reducer_->shard_len(), 0.0f);
   build_optimizer();
   skip_ = std::make_unique<optim::SkipStep>(int(cfg_.optim.rolling_interval_length),
                                             cfg_.optim.sigma_factor);
 
-  // Starting state: resume > phase start (load_path) > HF weights > fresh init.
-  auto latest = ckpt::latest_complete(cfg_.trainer.run_dir, &warnings_);
-  if (latest) {
-    restore(*latest, true, true, true);
-    start_ = StartKind::resume;
-    start_from_ = *latest;
-  } else if (!cfg_.trainer.load_path.empty()) {
-    std::string dir = cfg_.trainer.load_path;
-    if (!fs::exists(fs::path(dir) / "COMMITTED")) {
-      auto l = ckpt::latest_complete(dir, &warnings_);
-      OLMO_CHECK(l, "config key 'trainer.load_path': no complete checkpoint in ", dir);
-      dir = *l;
+  // Starting state: resume > phase start (load_path) > HF weights > fresh init. Rank 0 chooses
+  // (so every rank restores the same checkpoint) and tells the others.
+  std::string latest, phase_dir;
+  if (rank_ == 0) {
+    auto l = ckpt::latest_complete(cfg_.trainer.run_dir, &warnings_);
+    if (l) latest = *l;
+    if (!l && !cfg_.trainer.load_path.empty()) {
+      phase_dir = cfg_.trainer.load_path;
+      if (!fs::exists(fs::path(phase_dir) / "COMMITTED")) {
+        auto p = ckpt::latest_complete(phase_dir, &warnings_);
+        phase_dir = p ? *p : "";
+      }
     }
-    restore(dir, true, cfg_.trainer.load_optim_state, cfg_.trainer.load_trainer_state);
+  }
+  comm_->broadcast(latest, 0);
+  comm_->broadcast(phase_dir, 0);
+  if (!latest.empty()) {
+    restore(latest, true, true, true);
+    start_ = StartKind::resume;
+    start_from_ = latest;
+  } else if (!cfg_.trainer.load_path.empty()) {
+    OLMO_CHECK(!phase_dir.empty(), "config key 'trainer.load_path': no complete checkpoint in ",
+               cfg_.trainer.load_path);
+    restore(phase_dir, true, cfg_.trainer.load_optim_state, cfg_.trainer.load_trainer_state);
     start_ = StartKind::phase;
-    start_from_ = dir;
+    start_from_ = phase_dir;
   } else if (!cfg_.trainer.init_from_hf.empty()) {
     model::load_hf_weights(*model_, cfg_.trainer.init_from_hf);
     start_ = StartKind::hf_init;
@@ -98,13 +154,21 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
     model_->init_weights(uint64_t(cfg_.trainer.init_seed));
   }
   measure_peak();
-  metrics_ = std::make_unique<MetricsLog>((fs::path(cfg_.trainer.run_dir) / "metrics.jsonl").string());
+  const std::string mpath = (fs::path(cfg_.trainer.run_dir) / "metrics.jsonl").string();
+  metrics_ = std::make_unique<MetricsLog>(rank_ == 0 ? mpath : std::string());
   metrics_->truncate_after(step_);  // records of steps that will be (re)run are dropped
-  progress_ = std::make_unique<Progress>(total_steps_, cfg_.trainer.progress,
+  progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : "silent",
                                          cfg_.trainer.log_interval);
 }
 
 Trainer::~Trainer() = default;
+
+const data::FslDataset& Trainer::dataset() const {
+  const auto* f = dynamic_cast<const data::FslDataset*>(dataset_.get());
+  OLMO_CHECK(f, "config key 'data.dataset' = '", cfg_.data.dataset,
+             "': this tool needs fixed-length (fsl) instances");
+  return *f;
+}
 
 void Trainer::build_optimizer() {
   // Contiguous runs of tensors with the same decay: OLMo 3 = [embedding | everything else].
@@ -123,7 +187,9 @@ void Trainer::build_optimizer() {
   ac.beta1 = cfg_.optim.betas[0];
   ac.beta2 = cfg_.optim.betas[1];
   ac.eps = cfg_.optim.eps;
-  adamw_ = std::make_unique<optim::AdamW>(model_->num_params(), groups, ac);
+  const size_t lo = reducer_->shard_begin();
+  adamw_ = std::make_unique<optim::AdamW>(model_->num_params(), groups, ac, lo,
+                                          lo + reducer_->shard_len());
 }
 
 void Trainer::measure_peak() {
@@ -146,54 +212,134 @@ std::vector<Callback*> Trainer::callbacks() {
   return v;
 }
 
+// Test-only fault switch: OLMO_TEST_KILL="<where>:<rank>:<step>" makes that rank SIGKILL
+// itself at `where` (step = after its first micro-batch of that step, ckpt = after writing its
+// checkpoint shard data, before it is closed) -- the crash tests of tests/dist.
+void Trainer::maybe_test_kill(const char* where) {
+  static const char* spec = std::getenv("OLMO_TEST_KILL");
+  if (!spec) return;
+  char w[16] = {0};
+  int r = -1;
+  long long s = -1;
+  if (std::sscanf(spec, "%15[^:]:%d:%lld", w, &r, &s) == 3 && std::string(w) == where &&
+      r == rank_ && s == step_) {
+    std::fprintf(stderr, "OLMO_TEST_KILL: rank %d kills itself at %s of step %lld\n", r, w, s);
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+}
+
 StepResult Trainer::train_step() {
   double t0 = now_seconds();
+  const double comm0 = reducer_->comm_seconds();
+  double comm_extra = 0;
   StepResult r;
   r.step = ++step_;
+  // 1. This rank's whole micro-batches of the global batch.
   OLMO_CHECK(loader_->next(batch_), "data loader exhausted before step ", step_, " (",
              loader_->batches_per_epoch(), " batches per epoch)");
+  if (batch_hook_) batch_hook_(*this, batch_);
   const int64_t B = batch_.B, T = batch_.T;
-  targets_ = data::make_targets(batch_.tokens.data(), B, T);
-  int64_t total = 0;
-  for (int32_t t : targets_) total += t != data::kIgnoreIndex;
+  targets_.resize(size_t(B * T));
+  if (doc_mask_) doc_ids_.resize(size_t(B * T));
+  data::batch_targets(*dataset_, batch_.instance_indices, batch_.tokens.data(), B, T,
+                      targets_.data(), doc_mask_ ? doc_ids_.data() : nullptr);
+  // 2. Target-token count, before any backward: the global batch's (global normalisation), or
+  //    this rank's with gradients averaged over ranks (per_rank, OLMo-core's train_batch).
+  int64_t local = 0;
+  for (int32_t t : targets_) local += t != data::kIgnoreIndex;
+  int64_t total = local;
+  double tc = now_seconds();
+  comm_->allreduce(&total, 1);
+  const bool empty_rank = per_rank_loss_ && comm_->any(local == 0);
+  comm_extra += now_seconds() - tc;
   OLMO_CHECK(total > 0, "step ", step_, ": the batch has no target tokens");
-  const float grad_scale = float(1.0 / double(total));
+  OLMO_CHECK(!empty_rank, "step ", step_, ": a rank has no target tokens (per_rank loss "
+             "normalisation needs some on every rank)");
+  const double divisor = per_rank_loss_ ? double(world_) * double(local) : double(total);
+  const float grad_scale = float(1.0 / divisor);
   const float z_coef = float(cfg_.trainer.z_loss_multiplier);
 
+  // 3. Micro-batch gradients (exact: each reduced at once in fixed point; fast: accumulated).
+  const bool exact = reducer_->mode() == dist::ReduceMode::exact;
+  reducer_->begin_step();
   model_->zero_grad();
-  double ce = 0, z = 0;
+  dist::i128 ce_fx = 0, z_fx = 0;
+  bool loss_bad = false;
+  double sums[2] = {0, 0};
   for (int64_t i = 0; i < B; i += micro_instances_) {
     int64_t n = std::min(micro_instances_, B - i);
-    kernels::LossSums s = model_->forward_backward(batch_.tokens.data() + i * T,
-                                                   targets_.data() + i * T, nullptr, n, T,
-                                                   grad_scale, z_coef);
-    ce += s.ce_sum;
-    z += s.z_sum;
+    if (exact && i > 0) model_->zero_grad();
+    kernels::LossSums s = model_->forward_backward(
+        batch_.tokens.data() + i * T, targets_.data() + i * T,
+        doc_mask_ ? doc_ids_.data() + i * T : nullptr, n, T, grad_scale, z_coef);
+    if (i == 0) maybe_test_kill("step");
+    if (exact) {
+      ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
+      z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
+      reducer_->add_micro_batch(model_->grads());
+    } else {
+      sums[0] += s.ce_sum;
+      sums[1] += s.z_sum;
+    }
   }
-  r.loss = ce / double(total);
-  r.z_loss = double(z_coef) * z / double(total);
+  // 4. Reduce: this rank's shard of the summed gradient; global loss sums.
+  float* g = shard_grad_.empty() ? model_->grads() : shard_grad_.data();
+  const size_t ng = reducer_->shard_len();
+  const bool grad_bad = reducer_->finish(model_->grads(), g);
+  tc = now_seconds();
+  // Per-rank normalisation divides each rank's sums by its own count before the (exact or
+  // fast) sum over ranks; global divides the global sums by the global count.
+  if (exact) {
+    double loc[2] = {dist::fixed_to_double(ce_fx), dist::fixed_to_double(z_fx)};
+    dist::i128 v[2] = {ce_fx, z_fx};
+    if (per_rank_loss_)
+      for (int k = 0; k < 2; ++k) v[k] = dist::double_to_fixed(loc[k] / double(local), &loss_bad);
+    loss_bad = comm_->any(loss_bad);
+    comm_->allreduce(v, 2, dist::Type::i128, dist::Op::sum);
+    sums[0] = loss_bad ? std::nan("") : dist::fixed_to_double(v[0]);
+    sums[1] = loss_bad ? std::nan("") : dist::fixed_to_double(v[1]);
+  } else {
+    if (per_rank_loss_)
+      for (double& x : sums) x /= double(local);
+    comm_->allreduce(sums, 2, dist::Op::sum);
+  }
+  comm_extra += now_seconds() - tc;
+  const double denom = per_rank_loss_ ? double(world_) : double(total);
+  r.loss = sums[0] / denom;
+  r.z_loss = double(z_coef) * sums[1] / denom;
   r.target_tokens = total;
+  if (grad_bad) std::fill(g, g + ng, std::numeric_limits<float>::quiet_NaN());
 
-  float* g = model_->grads();
-  const size_t np = model_->num_params();
+  // 5. Global norm, clipping and the skip-step decision (identical on every rank).
   std::optional<float> norm;
-  if (cfg_.optim.max_grad_norm > 0) norm = optim::clip_grad_norm(g, np, cfg_.optim.max_grad_norm);
+  if (cfg_.optim.max_grad_norm > 0) {
+    norm = grad_bad ? std::numeric_limits<float>::quiet_NaN()
+                    : float(reducer_->global_norm(g, ng));
+    optim::clip_grads_with_norm(g, ng, cfg_.optim.max_grad_norm, *norm);
+  }
   r.grad_norm = norm ? double(*norm) : std::nan("");
   bool apply = true;
   if (cfg_.optim.name == "skip_step_adamw" && cfg_.optim.skip_step)
     apply = skip_->record(float(r.loss), norm);
   r.skipped = !apply;
   r.lr = lr_at(step_);
-  adamw_->step(model_->params(), g, r.lr, !apply);
+  // 6. Update this rank's shard, then every rank gets every shard.
+  adamw_->step(model_->params() + reducer_->shard_begin(), g, r.lr, !apply);
+  if (apply) reducer_->allgather(model_->params());
 
-  r.batch_tokens = B * T;
+  r.batch_tokens = loader_->global_batch_tokens();
   tokens_seen_ += loader_->global_batch_tokens();
   r.tokens_seen = tokens_seen_;
   r.batch_hash = batch_.global_hash;
   if (cfg_.trainer.log_batch_indices) r.instance_indices = batch_.instance_indices;
   r.seconds = now_seconds() - t0;
+  r.comm_seconds = reducer_->comm_seconds() - comm0 + comm_extra;
   r.tokens_per_s = double(loader_->global_batch_tokens()) / r.seconds;
-  r.mfu = peak_gflops_ > 0 ? 100.0 * flops_per_token_ * r.tokens_per_s / (peak_gflops_ * 1e9) : 0;
+  // MFU against the peak of every process (each measured its own, with its threads).
+  r.mfu = peak_gflops_ > 0 ? 100.0 * flops_per_token_ * r.tokens_per_s /
+                                 (peak_gflops_ * double(world_) * 1e9)
+                           : 0;
   // ETA from an exponential running mean of the step time.
   recent_step_s_ = timed_steps_++ == 0 ? r.seconds : 0.9 * recent_step_s_ + 0.1 * r.seconds;
   double per = recent_step_s_;

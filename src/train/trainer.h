@@ -1,22 +1,34 @@
-// The training loop, OLMo-core semantics (train/trainer.py + TransformerTrainModule.train_batch):
-//   step s (1-based: incremented before the batch is trained):
-//     batch  = loader.next()                       global batch of G instances x T tokens
-//     total  = number of target tokens != -100 in this process's batch, counted BEFORE the
-//              forward; grad_scale = 1 / total
-//     for each micro-batch: grads += grad_scale * d(ce_sum + z * z_sum)     (accumulation)
-//     loss   = sum ce / total (logged "loss"); z_loss = z * sum z / total (logged, added to the
-//              optimised objective, excluded from the skip-step rule as in OLMo-core)
-//     norm   = global grad L2 norm (pre-clip), clip to optim.max_grad_norm
-//     skip   = skip-step rule on (loss, norm)    (SkipStepAdamW)
-//     lr     = schedule(lr0, s, t_max);  AdamW step with factor 0/1;  tokens_seen += G*T
+// The training loop, OLMo-core semantics (train/trainer.py + TransformerTrainModule.train_batch),
+// data-parallel over W processes (src/dist; W = 1 without mpirun). Step s (1-based: incremented
+// before the batch is trained) runs in explicit stages:
+//   1. batch:  loader.next() gives this rank's slice of the global batch of G instances x T
+//              tokens, in whole micro-batches (rank r runs micro-batches r, r+W, ...);
+//   2. count:  total = target tokens != -100 of the GLOBAL batch (all-reduced before the
+//              backward); grad_scale = 1 / total (trainer.loss_normalization global, the default
+//              for fsl); per_rank (OLMo-core's train_batch, the default for packed_fsl):
+//              grad_scale = 1 / (W * this rank's count), loss = mean over ranks of per-rank
+//              means -- with packing the counts differ per rank, so that trajectory depends on W;
+//              targets and (data.generate_doc_lengths) document ids come from the dataset
+//              (padding is never a target; attention is masked within documents);
+//   3. accumulate: for each of this rank's micro-batches: grads = grad_scale * d(ce_sum + z *
+//              z_sum); dist.reduce=exact turns each micro-batch's gradient into 128-bit fixed
+//              point and reduce-scatters it at once (order-free sums: the same bits for any W);
+//              fast accumulates in fp32 and reduce-scatters once;
+//   4. reduce: each rank holds the summed gradient of its ZeRO shard only (ZeRO-2); loss =
+//              sum ce / total and z_loss = z * sum z / total (global sums);
+//   5. clip / skip: global grad L2 norm (pre-clip) from the shards, clip to
+//              optim.max_grad_norm; the skip-step rule on (loss, norm) (same on every rank);
+//   6. update: AdamW on this rank's shard (moments sharded: ZeRO-1), all-gather the parameters;
+//              lr = schedule(lr0, s, t_max); tokens_seen += G*T.
 //   callbacks (logging, evaluation, checkpointing, ...) run after every step; the loop itself
-//   knows none of them.
-// Start: the run dir is locked; if it holds a complete checkpoint the run resumes from the
-// newest one (complete state, bitwise); else trainer.load_path (a phase start: weights always,
-// optimizer state / trainer state per load_optim_state / load_trainer_state) or
-// trainer.init_from_hf, else init_weights(trainer.init_seed).
+//   knows none of them, and the model knows nothing of ranks.
+// Start: rank 0 locks the run dir; if it holds a complete checkpoint the run resumes from the
+// newest one (complete state, bitwise, resharded to this world size); else trainer.load_path (a
+// phase start: weights always, optimizer state / trainer state per load_optim_state /
+// load_trainer_state) or trainer.init_from_hf, else init_weights(trainer.init_seed).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,9 +36,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ckpt/checkpoint.h"
 #include "ckpt/run_lock.h"
 #include "data/fsl_dataset.h"
+#include "data/instance_source.h"
 #include "data/loader.h"
+#include "dist/communicator.h"
+#include "dist/zero.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
@@ -48,6 +64,7 @@ struct StepResult {
   int64_t batch_tokens = 0;    // G * T
   int64_t tokens_seen = 0;     // after this step
   double seconds = 0;          // wall time of this step (data + fwd/bwd + optimizer)
+  double comm_seconds = 0;     // of which inside communication calls
   double tokens_per_s = 0;
   double mfu = 0;              // percent: flops_per_token * tokens/s / measured fp32 peak
   double eta_s = 0;
@@ -93,7 +110,10 @@ class Trainer {
   optim::AdamW& optimizer() { return *adamw_; }
   optim::SkipStep& skip_step() { return *skip_; }
   data::DataLoader& loader() { return *loader_; }
-  const data::FslDataset& dataset() const { return *dataset_; }
+  // The training instances (fsl or packed_fsl), and the fixed-length view of them for the tools
+  // that need one (audits; throws for packed instances).
+  const data::InstanceSource& instances() const { return *dataset_; }
+  const data::FslDataset& dataset() const;
   int64_t step() const { return step_; }
   int64_t tokens_seen() const { return tokens_seen_; }
   int64_t total_steps() const { return total_steps_; }   // this run stops here
@@ -101,9 +121,11 @@ class Trainer {
   double lr_at(int64_t step) const;
   StartKind start_kind() const { return start_; }
   const std::string& start_from() const { return start_from_; }  // checkpoint / HF dir used
-  double peak_gflops() const { return peak_gflops_; }
+  double peak_gflops() const { return peak_gflops_; }   // of one process (MFU uses W times it)
   double flops_per_token() const { return flops_per_token_; }
   const std::string& run_dir() const { return cfg_.trainer.run_dir; }
+  dist::Communicator& comm() { return *comm_; }
+  const dist::GradReducer& reducer() const { return *reducer_; }
   std::vector<Callback*> callbacks();
   // Warnings from startup (e.g. a corrupt newer checkpoint that was skipped).
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -112,18 +134,35 @@ class Trainer {
   Progress& progress() { return *progress_; }
   bool stop_requested() const { return stop_; }
   void request_stop() { stop_ = true; }
+  // Data-parallel position of this process (0 / 1 in a one-process run). Callbacks that write
+  // run-dir files do so on rank 0 only.
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  // The batch of the step just trained (this rank's instances, as the model consumed them).
+  const data::DataLoader::Batch& last_batch() const { return batch_; }
+  // Called on every batch right after the loader produced it and before the model sees it
+  // (audits, fault injection). The hook may modify the batch.
+  using BatchHook = std::function<void(Trainer&, data::DataLoader::Batch&)>;
+  void set_batch_hook(BatchHook h) { batch_hook_ = std::move(h); }
 
  private:
   void build_optimizer();
   void restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state);
   void init_from_hf(const std::string& dir);
   void measure_peak();
+  void read_moments(const ckpt::CheckpointReader& r);
+  void maybe_test_kill(const char* where);
 
   Config cfg_;
   std::unique_ptr<ckpt::RunDirLock> lock_;
   std::unique_ptr<model::Olmo3> model_;
-  std::unique_ptr<data::FslDataset> dataset_;
+  std::unique_ptr<data::InstanceSource> dataset_;
+  bool per_rank_loss_ = false, doc_mask_ = false;
+  std::vector<int32_t> doc_ids_;
   std::unique_ptr<data::DataLoader> loader_;
+  dist::Communicator* comm_ = nullptr;
+  std::unique_ptr<dist::GradReducer> reducer_;
+  std::vector<float> shard_grad_;  // the reduced gradient of this rank's shard
   std::unique_ptr<optim::AdamW> adamw_;
   std::unique_ptr<optim::SkipStep> skip_;
   std::unique_ptr<optim::Schedule> schedule_;
@@ -140,6 +179,8 @@ class Trainer {
   double recent_step_s_ = 0;   // running mean of step time (for the ETA)
   int64_t timed_steps_ = 0;
   bool stop_ = false;
+  int rank_ = 0, world_ = 1;
+  BatchHook batch_hook_;
   data::DataLoader::Batch batch_;
   std::vector<int32_t> targets_;
 };

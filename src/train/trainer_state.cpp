@@ -1,9 +1,10 @@
 // Complete training state <-> checkpoint directory, and model loading for inference
 // (checkpoint, run dir or HF dir; see trainer.h).
 // Checkpoint content (src/ckpt format):
-//   tensors  "<hf name>"                      fp32 weights, HF shapes
-//            "optim.exp_avg/<hf name>"        AdamW first moment
-//            "optim.exp_avg_sq/<hf name>"     AdamW second moment
+//   tensors  "<hf name>"                      fp32 weights, HF shapes (rank 0 writes them)
+//            "optim.exp_avg/<hf name>"        AdamW first moment, in the pieces each rank's
+//            "optim.exp_avg_sq/<hf name>"     ZeRO shard cuts out of the tensor (flat_range.h);
+//                                             any other world size reads its own pieces back
 //   json     "model"      architecture (model_config_json)
 //            "trainer"    {step, tokens_seen, total_steps, t_max, lr, scheduler{...}}
 //            "optim"      AdamW groups and fp32 step counts (AdamW::state_json)
@@ -16,8 +17,10 @@
 //            "config"     the resolved YAML of the run that wrote it
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/flat_range.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "model/hf_io.h"
@@ -68,37 +71,80 @@ static void check_same_model(const model::ModelConfig& want, const json& have,
                have.contains(k) ? have[k].dump() : "missing", " but this config has ", w[k].dump());
 }
 
+// Every rank writes the moments of its shard; rank 0 also the weights and the JSON state, and
+// commits after every shard is durable (see ckpt/checkpoint.h for the protocol).
 std::string Trainer::save_checkpoint() {
-  ckpt::CheckpointWriter w(cfg_.trainer.run_dir, step_);
+  std::optional<ckpt::CheckpointWriter> w;
+  if (rank_ == 0) w.emplace(cfg_.trainer.run_dir, step_, 0, world_);
+  comm_->barrier();  // stepN-tmp exists
+  if (rank_ > 0) w.emplace(cfg_.trainer.run_dir, step_, rank_, world_);
   const float* p = model_->params();
+  if (rank_ == 0)
+    for (auto& info : model_->params_info()) w->add_tensor(info.name, p + info.offset, info.shape);
+  const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
   for (auto& info : model_->params_info()) {
-    w.add_tensor(info.name, p + info.offset, info.shape);
-    w.add_tensor("optim.exp_avg/" + info.name, adamw_->exp_avg() + info.offset, info.shape);
-    w.add_tensor("optim.exp_avg_sq/" + info.name, adamw_->exp_avg_sq() + info.offset, info.shape);
+    const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
+    if (a >= b) continue;
+    for (const ckpt::FlatBlock& blk : ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset)) {
+      const size_t at = info.offset + blk.flat_begin - lo;
+      w->add_tensor("optim.exp_avg/" + info.name, adamw_->exp_avg() + at, info.shape, blk.offset,
+                    blk.local_shape);
+      w->add_tensor("optim.exp_avg_sq/" + info.name, adamw_->exp_avg_sq() + at, info.shape,
+                    blk.offset, blk.local_shape);
+    }
   }
-  w.add_json("model", model_config_json(model_->config()));
-  w.add_json("trainer", json{{"step", step_},
-                             {"tokens_seen", tokens_seen_},
-                             {"total_steps", total_steps_},
-                             {"t_max", t_max_},
-                             {"lr", step_ > 0 ? lr_at(step_) : 0.0},
-                             {"scheduler", optim::schedule_config_to_json(schedule_->config())}});
-  w.add_json("optim", adamw_->state_json());
-  w.add_json("skip_step", skip_->state_json());
-  w.add_json("loader", loader_->state());
-  w.add_json("rng", json{{"init_seed", cfg_.trainer.init_seed},
-                         {"data_seed", loader_->seed()},
-                         {"data_epoch", loader_->epoch()}});
-  json cbs = json::object();
-  for (auto& cb : callbacks_) {
-    json s = cb->save();
-    if (!s.is_null()) cbs[cb->name()] = s;
+  maybe_test_kill("ckpt");
+  if (rank_ > 0) w->close_shard();
+  comm_->barrier();  // every shard durable
+  std::string dir;
+  if (rank_ == 0) {
+    w->add_json("model", model_config_json(model_->config()));
+    w->add_json("trainer", json{{"step", step_},
+                               {"tokens_seen", tokens_seen_},
+                               {"total_steps", total_steps_},
+                               {"t_max", t_max_},
+                               {"lr", step_ > 0 ? lr_at(step_) : 0.0},
+                               {"world", world_},
+                               {"dist_reduce", cfg_.dist.reduce},
+                               {"scheduler", optim::schedule_config_to_json(schedule_->config())}});
+    w->add_json("optim", adamw_->state_json());
+    w->add_json("skip_step", skip_->state_json());
+    w->add_json("loader", loader_->state());
+    w->add_json("rng", json{{"init_seed", cfg_.trainer.init_seed},
+                           {"data_seed", loader_->seed()},
+                           {"data_epoch", loader_->epoch()}});
+    json cbs = json::object();
+    for (auto& cb : callbacks_) {
+      json s = cb->save();
+      if (!s.is_null()) cbs[cb->name()] = s;
+    }
+    w->add_json("callbacks", cbs);
+    w->add_json("config", to_yaml(cfg_));
+    dir = w->commit();
+    ckpt::keep_last(cfg_.trainer.run_dir, int(cfg_.trainer.keep_last));
   }
-  w.add_json("callbacks", cbs);
-  w.add_json("config", to_yaml(cfg_));
-  std::string dir = w.commit();
-  ckpt::keep_last(cfg_.trainer.run_dir, int(cfg_.trainer.keep_last));
+  comm_->barrier();  // committed: no rank runs ahead of the rename
+  comm_->broadcast(dir, 0);
   return dir;
+}
+
+// This rank's shard of the moments, from whatever pieces the writer's world size produced.
+void Trainer::read_moments(const ckpt::CheckpointReader& r) {
+  const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
+  for (auto& info : model_->params_info()) {
+    const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
+    if (a >= b) continue;
+    for (const char* key : {"optim.exp_avg/", "optim.exp_avg_sq/"}) {
+      const std::string name = key + info.name;
+      OLMO_CHECK(r.has_tensor(name) && r.shape(name) == info.shape, r.dir(), ": tensor '", name,
+                 "' missing or of another shape");
+      float* base = std::string(key) == "optim.exp_avg/" ? adamw_->exp_avg() : adamw_->exp_avg_sq();
+      for (const ckpt::FlatBlock& blk :
+           ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset))
+        r.read_slice(name, ckpt::DType::f32, base + (info.offset + blk.flat_begin - lo),
+                     blk.offset, blk.local_shape);
+    }
+  }
 }
 
 void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state) {
@@ -110,11 +156,7 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
     for (auto& info : model_->params_info()) r.read_tensor(info.name, p + info.offset, info.shape);
   }
   if (optim_state) {
-    for (auto& info : model_->params_info()) {
-      r.read_tensor("optim.exp_avg/" + info.name, adamw_->exp_avg() + info.offset, info.shape);
-      r.read_tensor("optim.exp_avg_sq/" + info.name, adamw_->exp_avg_sq() + info.offset,
-                    info.shape);
-    }
+    read_moments(r);
     adamw_->load_state_json(r.json("optim"));
   }
   if (trainer_state) {

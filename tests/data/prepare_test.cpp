@@ -145,8 +145,10 @@ TEST(Prepare, LongDocumentGetsAFileOfItsOwnAndStalePartsAreRemoved) {
   o.max_tokens_per_file = 1000;
   st = prepare({t / "in.jsonl"}, byte_encoder(), o);
   EXPECT_EQ(st.files.size(), 1u);
-  EXPECT_EQ(listing(t.p / "out"),
-            (std::vector<std::string>{"part-00000.csv.gz", "part-00000.npy", "prepare.json"}));
+  EXPECT_EQ(listing(t.p / "out"),  // + the audit index (prepare.h; checked in tests/audit)
+            (std::vector<std::string>{"docs.bin", "ngrams13.bin", "part-00000.csv.gz",
+                                      "part-00000.npy", "prepare.json", "token_counts.bin",
+                                      "token_stats.json"}));
 }
 
 TEST(Prepare, PlainTextFilesAndDirectories) {

@@ -1,5 +1,7 @@
 // RoPE: table against the HF formula computed independently here, fast path under each ISA vs
-// the double reference, backward = transpose (gradient check), row_stride, bad arguments.
+// the double reference, backward = transpose (gradient check), row_stride, bad arguments; YaRN
+// correction range (spec 2.4 values), fp32 inverse frequencies vs the double formula, the
+// scaled table, bad YaRN parameters. (Tables vs OLMo-core / transformers: tests/model/yarn_*.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,4 +108,97 @@ TEST(Rope, BadArgumentsThrow) {
   std::vector<float> x(5 * 8);
   EXPECT_THROW(rope_forward(x.data(), 1, 5, 1, 8, tab), olmo::Error);  // T > max_pos
   EXPECT_THROW(rope_forward(x.data(), 1, 2, 1, 4, tab), olmo::Error);  // hd mismatch
+}
+
+// ----------------------------------------------------------------------------------- YaRN
+
+TEST(Yarn, Olmo3CorrectionRangeAndFactor) {
+  // Spec 2.4: hd 128, theta 5e5, factor 8, betas 32/1, old context 8192 -> low 18, high 35,
+  // m = 0.1 ln 8 + 1.
+  YarnParams y{8, 32, 1, 8192, 0};
+  for (auto f : {YarnFormula::olmo_core, YarnFormula::hf}) {
+    YarnRange r = yarn_correction_range(128, 500000.0, y, f);
+    EXPECT_EQ(r.low, 18);
+    EXPECT_EQ(r.high, 35);
+  }
+  EXPECT_DOUBLE_EQ(yarn_attention_factor(y), 1.2079441541679836);
+  y.attention_factor = 1.5;
+  EXPECT_EQ(yarn_attention_factor(y), 1.5);
+}
+
+TEST(Yarn, ClampDiffersBetweenLibraries) {
+  // A long old context relative to theta pushes ceil(d(beta_slow)) past hd/2 - 1: OLMo-core
+  // clamps to hd/2 - 1, transformers to hd - 1.
+  YarnParams y{4, 32, 1, 1 << 20, 0};
+  YarnRange a = yarn_correction_range(16, 10000.0, y, YarnFormula::olmo_core);
+  YarnRange b = yarn_correction_range(16, 10000.0, y, YarnFormula::hf);
+  EXPECT_EQ(a.high, 7);
+  EXPECT_GT(b.high, 7);
+}
+
+TEST(Yarn, InvFreqMatchesDoubleReference) {
+  for (int64_t hd : {16, 64, 128})
+    for (double theta : {10000.0, 500000.0})
+      for (int64_t old : {64, 8192})
+        for (auto f : {YarnFormula::olmo_core, YarnFormula::hf}) {
+          YarnParams y{8, 32, 1, old, 0};
+          auto fast = yarn_inv_freq(hd, theta, y, f);
+          auto ref = yarn_inv_freq_ref(hd, theta, y, f);
+          ASSERT_EQ(fast.size(), ref.size());
+          YarnRange r = yarn_correction_range(hd, theta, y, f);
+          for (size_t j = 0; j < ref.size(); ++j) {
+            EXPECT_NEAR(fast[j], ref[j], 4e-7 * ref[j]) << hd << " " << theta << " " << j;
+            double base = std::pow(theta, -2.0 * double(j) / double(hd));
+            if (int64_t(j) <= r.low) {
+              EXPECT_NEAR(ref[j], base, 1e-15 * base);  // kept
+            }
+            if (int64_t(j) >= r.high) {
+              EXPECT_NEAR(ref[j], base / 8, 1e-15 * base);  // fully interpolated
+            }
+          }
+        }
+}
+
+TEST(Yarn, TableIsScaledRotation) {
+  YarnParams y{8, 32, 1, 64, 0};
+  const double m = yarn_attention_factor(y);
+  auto inv = yarn_inv_freq(32, 500000.0, y, YarnFormula::olmo_core);
+  auto t = rope_table(300, 32, 500000.0, y, YarnFormula::olmo_core);
+  for (int p : {0, 1, 63, 64, 299})
+    for (int j = 0; j < 16; ++j) {
+      double a = double(float(p) * inv[j]);
+      EXPECT_NEAR(t.cos[p * 16 + j], m * std::cos(a), 3e-7) << p << " " << j;
+      EXPECT_NEAR(t.sin[p * 16 + j], m * std::sin(a), 3e-7) << p << " " << j;
+      // cos^2 + sin^2 = m^2: q.k logits scale by m^2.
+      double c = t.cos[p * 16 + j], s = t.sin[p * 16 + j];
+      EXPECT_NEAR(c * c + s * s, m * m, 1e-6);
+    }
+  // The rotation kernels use the scaled table as is: fast path == reference under every ISA.
+  IsaGuard g;
+  const int64_t B = 2, T = 300, H = 2, hd = 32;
+  auto x = randn(B * T * H * hd, 7);
+  auto ref = x;
+  rope_ref(ref.data(), B, T, H, hd, t, 1.0);
+  for (auto isa : isas()) {
+    olmo::set_isa_override(isa);
+    auto xf = to<float>(x);
+    rope_forward(xf.data(), B, T, H, hd, t);
+    EXPECT_LT(rel_l2(xf, ref), 1e-6) << olmo::isa_name(isa);
+  }
+}
+
+TEST(Yarn, BadParamsThrow) {
+  auto msg = [](YarnParams y) {
+    try {
+      rope_table(16, 16, 500000.0, y, YarnFormula::olmo_core);
+    } catch (const olmo::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg({1.0, 32, 1, 64, 0}).find("factor must be > 1"), std::string::npos);
+  EXPECT_NE(msg({0.5, 32, 1, 64, 0}).find("factor must be > 1"), std::string::npos);
+  EXPECT_NE(msg({8, 32, 1, 0, 0}).find("old context length must be positive"),
+            std::string::npos);
+  EXPECT_NE(msg({8, 1, 32, 64, 0}).find("beta_fast > beta_slow"), std::string::npos);
 }

@@ -96,9 +96,12 @@ TEST(Config, Part2AndStage2And3InheritStage1) {
   EXPECT_EQ(s3.scheduler.warmup_steps, 200);
   EXPECT_EQ(s3.optim.lr, 2.0712352850360292e-4);  // inherited from stage 2
   EXPECT_EQ(micro_batches(s3), 64);
-  // YaRN is configured but not computed: refused outside --dry-run.
-  expect_error([&] { model_config(s3); }, {"model.yarn_factor"});
-  EXPECT_NO_THROW(model_config(s3, true));
+  // YaRN maps onto the model config (faithful variant: full-attention layers only).
+  auto m3 = model_config(s3);
+  EXPECT_EQ(m3.yarn.factor, 8.0);
+  EXPECT_EQ(m3.yarn.old_context_len, 8192);
+  EXPECT_TRUE(m3.yarn_on_layer(3));
+  EXPECT_FALSE(m3.yarn_on_layer(0));
 }
 
 TEST(Config, DemoAndTinyValidate) {
@@ -194,3 +197,25 @@ TEST(Config, BaseCycleAndMissingBase) {
 }
 
 }  // namespace
+
+TEST(Config, YarnAndPackedBadInput) {
+  auto model_bad = [](std::vector<std::string> ov, std::vector<std::string> needles) {
+    expect_error([&] { model_config(load_config(src("configs/tiny.yaml"), ov)); }, needles);
+  };
+  model_bad({"model.yarn_factor=1.0"}, {"model.yarn_factor", "must be > 1"});
+  model_bad({"model.yarn_factor=0.5"}, {"model.yarn_factor", "must be > 1"});
+  model_bad({"model.yarn_factor=8", "model.yarn_old_context_len=100000"},
+            {"model.yarn_old_context_len", "larger than data.seq_len"});
+  model_bad({"model.yarn_factor=8", "model.yarn_old_context_len=64", "model.yarn_variant=all"},
+            {"model.yarn_variant", "'all'"});
+  Config t = load_config(src("configs/tiny.yaml"), {"model.yarn_factor=8",
+                                                   "model.yarn_old_context_len=64",
+                                                   "model.yarn_variant=hf"});
+  auto mc = model_config(t);
+  EXPECT_EQ(mc.yarn.variant, olmo::model::YarnVariant::hf);
+  for (int64_t l = 0; l < mc.n_layers; ++l) EXPECT_TRUE(mc.yarn_on_layer(l));
+  expect_error([&] {
+    validate(load_config(src("configs/tiny.yaml"), {"data.dataset=packed_fsl", "data.eos_id=-1"}),
+             false);
+  }, {"data.eos_id", "packed instances", "need an EOS id"});
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Distributed step benchmark: step time and communication share of `olmo train` at 1 and 2
+# processes (one thread each, mpirun on loopback/shared memory), dist.reduce exact vs fast, in
+# one invocation (alternating, so machine noise hits all four alike). Random tokens (< 512) into
+# a model of the given shape; steps after the first are timed (metrics.jsonl step_s / comm_s).
+# Prints one line per setting and a last line exactly
+#   exact_cost_np1=N.NN% exact_cost_np2=N.NN% comm_share_np2_exact=N.N% comm_share_np2_fast=N.N%
+# (exact_cost = mean step time exact / fast - 1 at the same world size).
+# Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--vocab 8192] [--seq 256]
+#                            [--batch 8] [--micro 2] [--steps 4] [--rounds 2]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+d=256 layers=4 vocab=8192 seq=256 batch=8 micro=2 steps=4 rounds=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --d-model) d=$2; shift 2 ;; --layers) layers=$2; shift 2 ;; --vocab) vocab=$2; shift 2 ;;
+    --seq) seq=$2; shift 2 ;; --batch) batch=$2; shift 2 ;; --micro) micro=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;; --rounds) rounds=$2; shift 2 ;;
+    *) echo "dist_bench.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+olmo="${OLMO_BIN:-$root/build/olmo}"
+py="${OLMO_PYTHON:-$root/.venv/bin/python}"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+mkdir -p "$out/data"
+"$py" -c "import numpy as np; np.random.default_rng(0).integers(2, 512, $((seq * batch * (steps + 2))), dtype=np.uint32).tofile('$out/data/part-0.npy')"
+echo "bench,data/part-0.npy" > "$out/train.mix"
+ffn=$(( (8 * d / 3 + 255) / 256 * 256 ))
+common=(data.mix="$out/train.mix" data.seq_len=$seq data.global_batch_tokens=$((seq * batch))
+        data.micro_batch_tokens=$((seq * micro)) trainer.max_steps=$steps trainer.threads=1
+        model.d_model=$d model.n_layers=$layers model.n_heads=$((d / 64)) model.n_kv_heads=$((d / 64))
+        model.ffn_hidden=$ffn model.vocab_size=$vocab "model.window_pattern=[$((seq / 4)),$((seq / 4)),$((seq / 4)),-1]"
+        trainer.peak_interval=0 eval.at_start=false trainer.progress=off)
+"$olmo" info --preset olmo3-7b >/dev/null
+for r in $(seq 1 "$rounds"); do
+  for np_ in 1 2; do
+    for mode in exact fast; do
+      run="$out/run-$np_-$mode-$r"
+      OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np $np_ "$olmo" train \
+        "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" dist.reduce=$mode >/dev/null
+    done
+  done
+done
+"$py" - "$out" "$rounds" <<'PY'
+import json, os, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+res = {}
+for np_ in (1, 2):
+    for mode in ("exact", "fast"):
+        st, cm, tps, mfu = [], [], [], []
+        for r in range(1, rounds + 1):
+            recs = [json.loads(l) for l in open(os.path.join(out, f"run-{np_}-{mode}-{r}", "metrics.jsonl"))]
+            info = [x for x in recs if x.get("event") == "start"][0]
+            tr = [x for x in recs if x.get("kind") == "train"][1:]
+            st += [x["step_s"] for x in tr]; cm += [x["comm_s"] for x in tr]
+            tps += [x["tokens_per_s"] for x in tr]; mfu += [x["mfu"] for x in tr]
+        m = lambda v: sum(v) / len(v)
+        res[(np_, mode)] = (m(st), m(cm))
+        print(f"np {np_} {mode:5s}: step {m(st):.3f} s, comm {m(cm):.3f} s ({100*m(cm)/m(st):.1f}%), "
+              f"{m(tps):.0f} tokens/s, MFU {m(mfu):.1f}%, params {info['params']:,}")
+c1 = 100 * (res[(1, "exact")][0] / res[(1, "fast")][0] - 1)
+c2 = 100 * (res[(2, "exact")][0] / res[(2, "fast")][0] - 1)
+s2e = 100 * res[(2, "exact")][1] / res[(2, "exact")][0]
+s2f = 100 * res[(2, "fast")][1] / res[(2, "fast")][0]
+print(f"exact_cost_np1={c1:.2f}% exact_cost_np2={c2:.2f}% comm_share_np2_exact={s2e:.1f}% comm_share_np2_fast={s2f:.1f}%")
+PY

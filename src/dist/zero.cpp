@@ -1,0 +1,236 @@
+// ZeRO sharding, bucketed reduce-scatter, exact / fast reductions, all-gather (see zero.h).
+#include "dist/zero.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "optim/grad_clip.h"
+
+namespace olmo::dist {
+
+ShardLayout::ShardLayout(size_t n, size_t w) : numel(n), world(w) {
+  OLMO_CHECK(w >= 1, "shard layout: world must be >= 1");
+  shard_len = (n + w - 1) / w;
+  shard_len = (shard_len + 15) / 16 * 16;
+}
+
+ReduceMode parse_reduce_mode(const std::string& s) {
+  if (s == "exact") return ReduceMode::exact;
+  if (s == "fast") return ReduceMode::fast;
+  throw Error(cat("dist.reduce must be exact or fast, got '", s, "'"));
+}
+
+GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems)
+    : comm_(comm), layout_(numel, size_t(comm.world())), mode_(mode) {
+  const size_t W = layout_.world;
+  bucket_ = std::max<size_t>(16, std::min(layout_.shard_len, (bucket_elems + W - 1) / W));
+  nbuckets_ = layout_.shard_len == 0 ? 0 : (layout_.shard_len + bucket_ - 1) / bucket_;
+  for (int s = 0; s < 2; ++s) {
+    if (mode_ == ReduceMode::exact) {
+      stage_i_[s].assign(W * 2 * bucket_, 0);
+      recv_i_[s].assign(2 * bucket_, 0);
+    } else {
+      stage_f_[s].assign(W * bucket_, 0.0f);
+      recv_f_[s].assign(bucket_, 0.0f);
+    }
+  }
+  if (mode_ == ReduceMode::exact) {
+    acc_lo_.assign(nbuckets_ * bucket_, 0);
+    acc_hi_.assign(nbuckets_ * bucket_, 0);
+  }
+}
+
+size_t GradReducer::buffer_bytes() const {
+  size_t b = (acc_lo_.size() + acc_hi_.size()) * sizeof(uint64_t);
+  for (int s = 0; s < 2; ++s)
+    b += (stage_i_[s].size() + recv_i_[s].size()) * sizeof(uint64_t) +
+         (stage_f_[s].size() + recv_f_[s].size()) * sizeof(float);
+  return b;
+}
+
+void GradReducer::begin_step() {
+  std::fill(acc_lo_.begin(), acc_lo_.end(), uint64_t(0));
+  std::fill(acc_hi_.begin(), acc_hi_.end(), uint64_t(0));
+  bad_ = false;
+}
+
+// For k = 0..nbuckets-1: fill(k, stage) writes bucket k of every rank's shard into
+// stage[r * S + i]; the reduce-scatter sums it over ranks into recv; drain(k, recv, n) consumes
+// the n valid elements of this rank's slice. Two buckets in flight.
+template <class T, class Fill, class Drain>
+void GradReducer::bucketed_reduce_scatter(Type t, Fill fill, Drain drain) {
+  std::vector<T>* stage = mode_ == ReduceMode::exact ? (std::vector<T>*)stage_i_
+                                                     : (std::vector<T>*)stage_f_;
+  std::vector<T>* recv = mode_ == ReduceMode::exact ? (std::vector<T>*)recv_i_
+                                                    : (std::vector<T>*)recv_f_;
+  const size_t me = size_t(comm_.rank()), S = bucket_;
+  Communicator::Request req[2];
+  int64_t pending[2] = {-1, -1};
+  auto complete = [&](int s) {
+    if (pending[s] < 0) return;
+    double t0 = now_seconds();
+    comm_.wait(req[s]);
+    comm_s_ += now_seconds() - t0;
+    const size_t k = size_t(pending[s]);
+    const size_t lo = std::min(layout_.len(me), k * S), hi = std::min(layout_.len(me), (k + 1) * S);
+    drain(k, recv[s].data(), hi - lo);
+    pending[s] = -1;
+  };
+  for (size_t k = 0; k < nbuckets_; ++k) {
+    const int s = int(k % 2);
+    complete(s);
+    fill(k, stage[s].data());
+    double t0 = now_seconds();
+    req[s] = comm_.ireduce_scatter(stage[s].data(), recv[s].data(), S, t, Op::sum);  // S values
+    // Let the other bucket progress while this one starts.
+    if (pending[1 - s] >= 0) comm_.test(req[1 - s]);
+    comm_s_ += now_seconds() - t0;
+    pending[s] = int64_t(k);
+  }
+  complete(int(nbuckets_ % 2));
+  complete(int((nbuckets_ + 1) % 2));
+}
+
+void GradReducer::add_micro_batch(const float* g) {
+  if (mode_ != ReduceMode::exact) return;
+  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
+  bool bad = false;
+  if (W == 1) {  // nothing to exchange: accumulate in place
+    bad_ = accumulate_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel) || bad_;
+    return;
+  }
+  // Rank block r of the staging buffer is [S low words | S high words] of bucket k of shard r.
+  // This rank's own block carries its accumulator plus its gradient, so the reduce-scatter
+  // result is the new accumulator (integer sums: any order, same bits).
+  bucketed_reduce_scatter<uint64_t>(
+      Type::fixed128,
+      [&](size_t k, uint64_t* st) {
+        for (size_t r = 0; r < W; ++r) {
+          const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
+          const size_t n = hi - lo;
+          uint64_t* blo = st + r * 2 * S;
+          uint64_t* bhi = blo + S;
+          if (r == me) {
+            std::copy(acc_lo_.data() + k * S, acc_lo_.data() + k * S + n, blo);
+            std::copy(acc_hi_.data() + k * S, acc_hi_.data() + k * S + n, bhi);
+            bad |= accumulate_fixed(blo, bhi, g + layout_.begin(r) + lo, n);
+          } else {
+            bad |= convert_fixed(blo, bhi, g + layout_.begin(r) + lo, n);
+          }
+          std::fill(blo + n, blo + S, uint64_t(0));
+          std::fill(bhi + n, bhi + S, uint64_t(0));
+        }
+      },
+      [&](size_t k, const uint64_t* rv, size_t n) {
+        std::copy(rv, rv + n, acc_lo_.data() + k * S);
+        std::copy(rv + S, rv + S + n, acc_hi_.data() + k * S);
+      });
+  bad_ = bad_ || bad;
+}
+
+bool GradReducer::finish(const float* g, float* shard) {
+  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
+  if (mode_ == ReduceMode::exact) {
+    fixed_to_floats(shard, acc_lo_.data(), acc_hi_.data(), shard_len());
+  } else if (W == 1) {
+    if (shard != g) std::memcpy(shard, g, layout_.numel * sizeof(float));
+  } else {
+    bool bad = false;
+    bucketed_reduce_scatter<float>(
+        Type::f32,
+        [&](size_t k, float* st) {
+          for (size_t r = 0; r < W; ++r) {
+            const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
+            std::memcpy(st + r * S, g + layout_.begin(r) + lo, (hi - lo) * sizeof(float));
+            std::fill(st + r * S + (hi - lo), st + (r + 1) * S, 0.0f);
+          }
+        },
+        [&](size_t k, const float* rv, size_t n) {
+          std::memcpy(shard + k * S, rv, n * sizeof(float));
+        });
+    (void)bad;
+    (void)me;
+  }
+  double t0 = now_seconds();
+  const bool any_bad = comm_.any(bad_);
+  comm_s_ += now_seconds() - t0;
+  return any_bad;
+}
+
+double GradReducer::global_norm(const float* shard, size_t n) {
+  double t0;
+  if (mode_ == ReduceMode::fast) {
+    double s = optim::sum_squares(shard, n);
+    t0 = now_seconds();
+    comm_.allreduce(&s, 1, Op::sum);
+    comm_s_ += now_seconds() - t0;
+    return std::sqrt(s);
+  }
+  // exact: scale by 2^-E with 2^(E-1) <= max|g| < 2^E so every scaled square is < 1, sum the
+  // squares in fixed point 2^-90 (P < 2^36 elements cannot overflow), one rounding at the end.
+  double mx = 0;
+  for (size_t i = 0; i < n; ++i) mx = std::max(mx, double(std::fabs(shard[i])));
+  t0 = now_seconds();
+  comm_.allreduce(&mx, 1, Op::max);
+  comm_s_ += now_seconds() - t0;
+  if (!std::isfinite(mx)) return mx;
+  if (mx == 0) return 0;
+  const int E = std::ilogb(mx) + 1;
+  constexpr int kShift = 90;
+  const int64_t nn = int64_t(n);
+  i128 sum = 0;
+  bool bad = false;
+#pragma omp parallel
+  {
+    i128 part = 0;
+    bool b = false;
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 0; i < nn; ++i) {
+      const double x = std::ldexp(double(shard[i]), -E);
+      part += to_fixed(x * x, kShift, 1, &b);
+    }
+#pragma omp critical
+    {
+      sum += part;  // integer: the order of the threads does not matter
+      bad = bad || b;
+    }
+  }
+  OLMO_CHECK(!bad, "exact grad norm: a scaled square out of range (internal error)");
+  t0 = now_seconds();
+  comm_.allreduce(&sum, 1, Type::i128, Op::sum);
+  comm_s_ += now_seconds() - t0;
+  return std::ldexp(std::sqrt(from_fixed(sum, kShift)), E);
+}
+
+void GradReducer::allgather(float* params) {
+  const size_t W = layout_.world, S = bucket_;
+  if (W == 1) return;
+  double t0 = now_seconds();
+  std::vector<Communicator::Request> reqs;
+  std::vector<size_t> counts(W), displs(W);
+  for (size_t k = 0; k < nbuckets_; ++k) {
+    for (size_t r = 0; r < W; ++r) {
+      const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
+      counts[r] = hi - lo;
+      displs[r] = layout_.begin(r) + lo;
+    }
+    reqs.push_back(comm_.iallgatherv(params, counts, displs, Type::f32));
+  }
+  for (auto& r : reqs) comm_.wait(r);
+  comm_s_ += now_seconds() - t0;
+}
+
+bool exact_allreduce_sum(Communicator& comm, double* x, size_t n) {
+  std::vector<i128> v(n);
+  bool bad = false;
+  for (size_t i = 0; i < n; ++i) v[i] = double_to_fixed(x[i], &bad);
+  if (comm.any(bad)) return false;
+  comm.allreduce(v.data(), n, Type::i128, Op::sum);
+  for (size_t i = 0; i < n; ++i) x[i] = fixed_to_double(v[i]);
+  return true;
+}
+
+}  // namespace olmo::dist

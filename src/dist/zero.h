@@ -1,0 +1,95 @@
+// ZeRO-1/2 data parallelism over one flat fp32 parameter vector of P elements:
+//   * ShardLayout: rank r owns [begin(r), end(r)) with a common padded shard length L =
+//     ceil(P / W) rounded up to 16 elements (the last shards may be shorter or empty). Each rank
+//     keeps AdamW moments (ZeRO-1) and the reduced gradient (ZeRO-2) for its shard only.
+//   * GradReducer: turns every rank's full micro-batch gradients into the summed gradient of the
+//     rank's shard, with a bucketed, non-blocking reduce-scatter (buckets of S elements of every
+//     shard; bucket k+1 is converted/staged while bucket k is on the wire, two in flight).
+//       exact: each micro-batch gradient is converted to 128-bit fixed point (fixed_point.h),
+//              reduce-scattered with an integer sum and added into an i128 shard accumulator;
+//              one rounding to fp32 at the end. Bitwise independent of the world size, of which
+//              rank ran which micro-batch and of the reduction order. Requires every rank to
+//              run the same number of micro-batches. Cost per micro-batch: one conversion pass
+//              over P floats plus 16 * P * (W-1)/W bytes on the wire.
+//       fast:  the model accumulates micro-batches locally in fp32; one fp32 reduce-scatter per
+//              step (4 * P * (W-1)/W bytes). Rounding depends on the world size.
+//   * global_norm(): the L2 norm of the distributed gradient; exact mode sums the squares in
+//     fixed point scaled by the global max (order-free), fast mode in double.
+//   * allgather(): every rank's updated parameter shard to every rank (bucketed, in place).
+// The model knows nothing of this: it writes one full fp32 gradient buffer per micro-batch.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "dist/fixed_point.h"
+
+namespace olmo::dist {
+
+struct ShardLayout {
+  size_t numel = 0, world = 1, shard_len = 0;
+  ShardLayout() = default;
+  ShardLayout(size_t numel, size_t world);
+  size_t begin(size_t r) const { return std::min(numel, r * shard_len); }
+  size_t end(size_t r) const { return std::min(numel, (r + 1) * shard_len); }
+  size_t len(size_t r) const { return end(r) - begin(r); }
+};
+
+enum class ReduceMode { exact, fast };
+ReduceMode parse_reduce_mode(const std::string& s);  // "exact" | "fast"
+
+class GradReducer {
+ public:
+  // bucket_elems: elements per bucket summed over all ranks (>= world).
+  GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems);
+
+  const ShardLayout& layout() const { return layout_; }
+  ReduceMode mode() const { return mode_; }
+  size_t shard_begin() const { return layout_.begin(size_t(comm_.rank())); }
+  size_t shard_len() const { return layout_.len(size_t(comm_.rank())); }
+
+  // Start of a step: clears the accumulator and the out-of-range flag.
+  void begin_step();
+  // exact mode: one micro-batch's full gradient g[P] (this rank's) joins the sum; g may be
+  // reused afterwards. Every rank calls it equally often per step. fast mode: no-op (the model
+  // accumulates in place).
+  void add_micro_batch(const float* g);
+  // Writes the step's summed gradient of this rank's shard into shard[shard_len()] (fast: g[P]
+  // holds this rank's locally accumulated gradient). Returns true when any rank saw a
+  // non-finite or out-of-range gradient element (then shard's content is unspecified).
+  bool finish(const float* g, float* shard);
+
+  // L2 norm of the global gradient given each rank's shard (same value on every rank).
+  double global_norm(const float* shard, size_t n);
+  // In place: params[P] on every rank gets every rank's shard [begin(r), end(r)).
+  void allgather(float* params);
+
+  // Bytes allocated for accumulators and staging (memory plan test).
+  size_t buffer_bytes() const;
+  // Seconds spent inside communication calls (waits, starts, allreduce) since construction.
+  double comm_seconds() const { return comm_s_; }
+
+ private:
+  template <class T, class Fill, class Drain>
+  void bucketed_reduce_scatter(Type t, Fill fill, Drain drain);
+
+  Communicator& comm_;
+  ShardLayout layout_;
+  ReduceMode mode_;
+  size_t bucket_ = 0;   // S: elements of each shard per bucket
+  size_t nbuckets_ = 0;
+  // exact: shard accumulator, SoA (nbuckets * S low words, then as many high words)
+  std::vector<uint64_t> acc_lo_, acc_hi_;
+  std::vector<uint64_t> stage_i_[2], recv_i_[2];  // per rank block: [S lo | S hi]
+  std::vector<float> stage_f_[2], recv_f_[2];
+  bool bad_ = false;
+  double comm_s_ = 0;
+};
+
+// Exact sum over ranks of a few doubles per rank (loss sums): fixed point 2^-64, |x| < 2^60.
+// Returns false (and leaves x) when a value is out of range on any rank.
+bool exact_allreduce_sum(Communicator& comm, double* x, size_t n);
+
+}  // namespace olmo::dist

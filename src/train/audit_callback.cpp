@@ -1,0 +1,206 @@
+// In-loop data-loader audit and alarms (see audit_callback.h).
+#include "train/audit_callback.h"
+
+#include <filesystem>
+
+#include "audit/corpus_index.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/hash.h"
+#include "core/timer.h"
+#include "data/fault_inject.h"
+#include "eval/lm_evaluator.h"
+
+namespace fs = std::filesystem;
+
+namespace olmo::train {
+
+void raise_alarm(Trainer& t, const std::string& source, const std::string& cause,
+                 const std::string& detail, bool stop) {
+  t.metrics().write({{"kind", "alarm"}, {"step", t.step()}, {"source", source}, {"cause", cause},
+                     {"detail", detail}});
+  t.progress().message(cat("ALARM step ", t.step(), " [", source, "/", cause, "] ", detail));
+  if (stop) {
+    t.progress().message("ALARM: stopping the run (" + source + ".stop_on_alarm)");
+    t.request_stop();
+  }
+}
+
+void DataAudit::fail(Trainer& t, const std::exception& e) {
+  active_ = false;
+  ledger_.reset();
+  t.metrics().write({{"kind", "info"}, {"event", "audit_error"}, {"step", t.step()},
+                     {"error", e.what()}});
+  t.progress().message(cat("warning: data audit turned off: ", e.what()));
+}
+
+void DataAudit::report(Trainer& t, const std::vector<audit::Finding>& fs) {
+  for (auto& f : fs) {
+    int64_t n = ++alarms_[f.kind];
+    if (n <= t.config().audit.max_alarms)
+      raise_alarm(t, "audit", f.kind, f.detail, t.config().audit.stop_on_alarm);
+  }
+}
+
+void DataAudit::on_start(Trainer& t) {
+  const Config& c = t.config();
+  if (!c.audit.enabled || t.rank() != 0) return;
+  try {
+    double t0 = now_seconds();
+    const auto& ds = t.dataset();
+    auditor_ = std::make_unique<audit::BatchAuditor>(ds, batch_instances(c), uint64_t(c.data.seed));
+    std::string path = (fs::path(t.run_dir()) / "audit" / "ledger.bin").string();
+    if (t.step() > 0 && fs::exists(path)) {  // resumed: replay what was served before
+      audit::Ledger L = audit::read_ledger(path);
+      for (auto& r : L.records)
+        if (r.step <= t.step()) auditor_->observe(r, nullptr, -1);
+    }
+    ledger_ = std::make_unique<audit::LedgerWriter>(path, t.step());
+
+    // The corpus's unigram distribution, and contamination of the held-out sets.
+    audit::CorpusIndex idx = audit::load_corpus_index(ds.paths(), ds.vocab_size());
+    corpus_ = idx.counts;
+    uint64_t missing_tokens = 0;
+    for (auto& m : idx.missing) missing_tokens += file_size(m) / 4;
+    std::string note;
+    if (missing_tokens <= (uint64_t(1) << 28)) {
+      for (auto& m : idx.missing) audit::count_file_tokens(m, corpus_);
+      if (!idx.missing.empty())
+        note = cat(idx.missing.size(), " token file(s) without a prepare index: counted now");
+    } else {
+      note = cat(idx.missing.size(), " token file(s) without a prepare index (", missing_tokens,
+                 " tokens): served-distribution check off");
+      corpus_ = audit::TokenHistogram();
+    }
+    have_corpus_ = corpus_.total() > 0;
+    window_ = audit::TokenHistogram(ds.vocab_size());
+    int64_t contaminated = 0;
+    if (t.step() > 0) {
+      // Resumed: the start checks ran (and were logged) when the run started.
+    } else if (c.audit.contamination && idx.ngram_sample > 0) {
+      std::map<std::string, std::string> sets = c.eval.sets;
+      for (auto& [k, v] : c.validation.sets) sets[k] = v;
+      std::vector<audit::Finding> found;
+      for (auto& [label, p] : sets) {
+        auto f = audit::check_contamination(idx, label, eval::expand_token_paths(p),
+                                            uint32_t(c.data.eos_id), c.audit.ngram_threshold,
+                                            size_t(1) << 20);
+        contaminated += int64_t(f.size());
+        found.insert(found.end(), f.begin(), f.end());
+      }
+      auto d = audit::check_cross_entry_duplicates(idx, size_t(1) << 20);
+      found.insert(found.end(), d.begin(), d.end());
+      // Every finding in RUN_DIR/audit/start_findings.jsonl; one alarm per cause.
+      std::string lines;
+      std::map<std::string, std::vector<const audit::Finding*>> by;
+      for (auto& f : found) {
+        lines += nlohmann::json{{"kind", f.kind}, {"detail", f.detail}}.dump() + "\n";
+        by[f.kind].push_back(&f);
+      }
+      std::string list = (fs::path(t.run_dir()) / "audit" / "start_findings.jsonl").string();
+      write_file_atomic(list, lines);
+      std::vector<audit::Finding> summary;
+      for (auto& [kind, v] : by)
+        summary.push_back({kind, t.step(),
+                           v.size() == 1 ? v[0]->detail
+                                         : cat(v.size(), " findings (all in ", list, "); first: ",
+                                               v[0]->detail)});
+      report(t, summary);
+    } else if (c.audit.contamination) {
+      note += std::string(note.empty() ? "" : "; ") +
+              "no 13-gram index in the training mix: contamination not checked";
+    }
+    active_ = true;
+    t.metrics().write({{"kind", "info"}, {"event", "audit_start"}, {"step", t.step()},
+                       {"ledger", path}, {"corpus_tokens", corpus_.total()},
+                       {"corpus_entropy_bits", corpus_.entropy_bits()},
+                       {"contamination_findings", contaminated}, {"note", note},
+                       {"seconds", now_seconds() - t0}});
+    t.progress().message(cat("audit: ledger ", path, ", corpus unigram entropy ",
+                             corpus_.entropy_bits(), " bits", note.empty() ? "" : "; " + note));
+  } catch (const std::exception& e) {
+    fail(t, e);
+  }
+}
+
+void DataAudit::on_step(Trainer& t, const StepResult& r) {
+  if (!active_) return;
+  double t0 = now_seconds();
+  try {
+    const auto& b = t.last_batch();
+    audit::LedgerRecord rec;
+    rec.step = r.step;
+    rec.epoch = b.epoch;
+    rec.batch = b.batch_index;
+    rec.world = t.world();
+    rec.rank = t.rank();
+    rec.chunk = t.loader().rank_chunk();
+    rec.content_hash = hash64(b.tokens.data(), b.tokens.size() * 4);
+    rec.loader_hash = b.global_hash;
+    rec.indices.resize(size_t(b.B));
+    rec.row_hashes.resize(size_t(b.B));
+    for (int64_t k = 0; k < b.B; ++k) {
+      rec.indices[size_t(k)] = uint32_t(b.instance_indices[size_t(k)]);
+      rec.row_hashes[size_t(k)] = audit::row_hash(b.tokens.data() + k * b.T, b.T);
+    }
+    ledger_->append(rec);
+    report(t, auditor_->observe(rec, b.tokens.data(), t.config().audit.reread_rows));
+    if (have_corpus_) {
+      window_.add(b.tokens.data(), int64_t(b.tokens.size()));
+      if (++window_steps_ >= t.config().audit.stats_window) {
+        auto chk = audit::compare_distribution(window_, corpus_, t.config().audit.entropy_tol_bits,
+                                               t.config().audit.top_share_tol);
+        if (!chk.ok())
+          report(t, {{"distribution", r.step,
+                      cat("last ", window_steps_, " steps: ", chk.describe())}});
+        window_.clear();
+        window_steps_ = 0;
+      }
+    }
+  } catch (const std::exception& e) {
+    fail(t, e);
+  }
+  seconds_ += now_seconds() - t0;
+  train_seconds_ += r.seconds;
+  ++steps_;
+}
+
+void DataAudit::on_end(Trainer& t) {
+  if (!active_) return;
+  try {
+    report(t, auditor_->finish());
+  } catch (const std::exception& e) {
+    fail(t, e);
+    return;
+  }
+  nlohmann::json counts = nlohmann::json::object();
+  for (auto& [k, n] : alarms_) counts[k] = n;
+  double ms = steps_ ? 1e3 * seconds_ / double(steps_) : 0;
+  double share = train_seconds_ > 0 ? seconds_ / train_seconds_ : 0;
+  t.metrics().write({{"kind", "info"}, {"event", "audit"}, {"step", t.step()},
+                     {"steps", steps_}, {"ms_per_step", ms}, {"share_of_step", share},
+                     {"findings", counts}});
+  t.progress().message(cat("audit: ", steps_, " steps audited, ", ms, " ms/step (",
+                           100.0 * share, "% of the step), ",
+                           alarms_.empty() ? std::string("no findings")
+                                           : cat(counts.dump(), " findings")));
+}
+
+void install_fault_injection(Trainer& t) {
+  const auto& d = t.config().data;
+  if (d.inject_fault.empty() || d.inject_fault == "none") return;
+  OLMO_CHECK(t.config().allow_fault_injection, "data.inject_fault = '", d.inject_fault,
+             "' needs allow_fault_injection: true");
+  data::FaultOptions o;
+  o.kind = d.inject_fault;
+  o.start_step = d.fault_start_step;
+  o.pool_size = d.fault_pool_size;
+  o.stride = d.fault_stride;
+  o.every = d.fault_every;
+  auto fi = std::make_shared<data::FaultInjector>(t.dataset(), o);
+  t.set_batch_hook([fi](Trainer& tr, data::DataLoader::Batch& b) { fi->apply(tr.step(), b); });
+  t.progress().message(cat("WARNING: fault injection '", o.kind, "' from step ", o.start_step,
+                           " (test runs only)"));
+}
+
+}  // namespace olmo::train

@@ -1,0 +1,101 @@
+"""Faults of a distributed job (mpirun on loopback, dist.reduce=exact):
+
+1. A rank killed (SIGKILL, test switch OLMO_TEST_KILL) in the middle of a step brings the whole
+   job down within seconds, leaves only complete checkpoints, and a restart on another world
+   size resumes from the newest complete one and ends bitwise equal to an uninterrupted run.
+2. A rank killed in the middle of writing a checkpoint: that checkpoint never looks complete
+   (no stepN, only stepN-tmp), the restart (another world size) falls back to the previous one
+   and still ends bitwise equal.
+3. A run dir locked by a running job refuses a second job with a clear error.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dist_util as du  # noqa: E402
+
+fails = []
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+        print("FAIL:", msg)
+
+
+def complete_steps(run):
+    return sorted(int(d[4:]) for d in os.listdir(run)
+                  if d.startswith("step") and d[4:].isdigit()
+                  and os.path.exists(os.path.join(run, d, "COMMITTED")))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="olmo_dist_fault_")
+    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+    ov = lambda run: du.base_overrides(data, run, steps=8, extra=["trainer.save_interval=2"])  # noqa
+
+    ref = os.path.join(tmp, "ref")
+    du.train(2, ov(ref))
+    ref_t, ref_steps = du.tensors(du.final_dir(ref)), du.steps(ref)
+
+    # 1. kill mid-step (rank 1, step 5): job down, restart on 3 processes
+    a = os.path.join(tmp, "kill_step")
+    p = du.train(2, ov(a), env={"OLMO_TEST_KILL": "step:1:5"}, check=False)
+    check(p.returncode != 0, "mid-step kill: the job exited 0")
+    check(p.seconds < 30, f"mid-step kill: the job took {p.seconds:.1f} s to end")
+    check(complete_steps(a) == [2, 4], f"mid-step kill: complete checkpoints {complete_steps(a)}")
+    print(f"kill -9 of rank 1 mid-step 5: job ended in {p.seconds:.1f} s (rc {p.returncode}), "
+          f"complete checkpoints {complete_steps(a)}")
+    du.train(3, ov(a))
+    check(du.bitwise_equal(du.tensors(du.final_dir(a)), ref_t),
+          "mid-step kill + resume on 3: final tensors differ from the uninterrupted run")
+    check(du.steps(a) == ref_steps, "mid-step kill + resume: metrics differ (or a step twice)")
+
+    # 2. kill mid-checkpoint (rank 1 while writing step 6): step6 never complete
+    b = os.path.join(tmp, "kill_ckpt")
+    p = du.train(2, ov(b), env={"OLMO_TEST_KILL": "ckpt:1:6"}, check=False)
+    check(p.returncode != 0 and p.seconds < 30, f"mid-checkpoint kill: rc {p.returncode}, "
+          f"{p.seconds:.1f} s")
+    check(complete_steps(b) == [2, 4] and not os.path.exists(os.path.join(b, "step6")),
+          f"mid-checkpoint kill: complete checkpoints {complete_steps(b)}")
+    print(f"kill -9 of rank 1 while writing step6: job ended in {p.seconds:.1f} s, complete "
+          f"{complete_steps(b)}, leftover {sorted(d for d in os.listdir(b) if 'tmp' in d)}")
+    du.train(1, ov(b))
+    check(du.bitwise_equal(du.tensors(du.final_dir(b)), ref_t),
+          "mid-checkpoint kill + resume on 1: final tensors differ from the uninterrupted run")
+
+    # 3. lock: a second job on a run dir held by a running one is refused
+    c = os.path.join(tmp, "locked")
+    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    first = subprocess.Popen([du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2",
+                              exe, "train", du.td.tiny_config(),
+                              *du.base_overrides(data, c, steps=100000)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        t0 = time.time()
+        while not os.path.exists(os.path.join(c, "metrics.jsonl")) and time.time() - t0 < 60:
+            time.sleep(0.2)
+        second = du.train(2, du.base_overrides(data, c), check=False, timeout=60)
+        check(second.returncode != 0 and "lock" in second.stderr.lower(),
+              f"second job on a locked run dir: rc {second.returncode}: {second.stderr[-300:]}")
+        print("second job on a locked run dir:", second.stderr.strip().splitlines()[0][:160]
+              if second.stderr.strip() else "(no message)")
+    finally:
+        first.terminate()  # mpirun forwards SIGTERM to its ranks
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            first.wait()
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(fails)} checks failed" if fails else "all checks passed")
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()

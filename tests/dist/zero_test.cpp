@@ -1,0 +1,110 @@
+// ZeRO pieces that need no second process: the shard layout, the one-process GradReducer
+// (exact and fast) against plain sums, the exact global norm against a long-double norm, and the
+// sharded AdamW against the unsharded one, bit for bit.
+#include "dist/zero.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "optim/adamw.h"
+#include "optim/grad_clip.h"
+
+using namespace olmo;
+
+TEST(ShardLayout, CoversTheVectorInRankOrder) {
+  for (size_t n : {1ul, 15ul, 16ul, 100ul, 1001ul}) {
+    for (size_t w : {1ul, 2ul, 3ul, 4ul, 7ul}) {
+      dist::ShardLayout L(n, w);
+      EXPECT_EQ(L.shard_len % 16, 0u);
+      size_t at = 0;
+      for (size_t r = 0; r < w; ++r) {
+        EXPECT_EQ(L.begin(r), at);
+        at = L.end(r);
+      }
+      EXPECT_EQ(at, n) << n << " " << w;
+    }
+  }
+}
+
+TEST(GradReducer, OneProcessExactAndFastEqualPlainSums) {
+  auto comm = dist::make_local_communicator();
+  const size_t n = 5003;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0, 1e-3f);
+  std::vector<std::vector<float>> mb(5, std::vector<float>(n));
+  for (auto& v : mb)
+    for (auto& x : v) x = nd(rng);
+  // exact, with small buckets so that several are in flight
+  dist::GradReducer ex(*comm, n, dist::ReduceMode::exact, 256);
+  ex.begin_step();
+  for (auto& v : mb) ex.add_micro_batch(v.data());
+  std::vector<float> out(ex.shard_len());
+  ASSERT_FALSE(ex.finish(nullptr, out.data()));
+  for (size_t i = 0; i < n; ++i) {
+    long double s = 0;
+    for (auto& v : mb) s += v[i];
+    ASSERT_EQ(out[i], float(s)) << i;  // correctly rounded (5 terms: long double is exact)
+  }
+  // fast: the caller's fp32 accumulation is passed through
+  dist::GradReducer fa(*comm, n, dist::ReduceMode::fast, 256);
+  std::vector<float> acc(n, 0.0f), out2(n);
+  for (auto& v : mb)
+    for (size_t i = 0; i < n; ++i) acc[i] += v[i];
+  fa.begin_step();
+  ASSERT_FALSE(fa.finish(acc.data(), out2.data()));
+  EXPECT_EQ(0, std::memcmp(acc.data(), out2.data(), n * 4));
+  // a non-finite micro-batch gradient is reported
+  mb[2][17] = std::nanf("");
+  ex.begin_step();
+  for (auto& v : mb) ex.add_micro_batch(v.data());
+  EXPECT_TRUE(ex.finish(nullptr, out.data()));
+}
+
+TEST(GradReducer, ExactNormMatchesLongDoubleAndFastMatchesTotalGradNorm) {
+  auto comm = dist::make_local_communicator();
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> g(70001);
+  for (auto& x : g) x = std::ldexp(nd(rng), int(rng() % 30) - 20);
+  long double s = 0;
+  for (float x : g) s += (long double)x * x;
+  dist::GradReducer ex(*comm, g.size(), dist::ReduceMode::exact, 1 << 20);
+  const double ne = ex.global_norm(g.data(), g.size());
+  EXPECT_NEAR(ne, double(std::sqrt(s)), 1e-12 * ne);
+  dist::GradReducer fa(*comm, g.size(), dist::ReduceMode::fast, 1 << 20);
+  EXPECT_EQ(float(fa.global_norm(g.data(), g.size())), optim::total_grad_norm(g.data(), g.size()));
+  std::vector<float> z(100, 0.0f);
+  EXPECT_EQ(ex.global_norm(z.data(), z.size()), 0.0);
+}
+
+TEST(AdamWShard, ShardedUpdatesEqualTheUnshardedOne) {
+  const size_t n = 1000;
+  std::vector<optim::ParamGroup> groups = {{0, 300, 0.0, "embeddings"}, {300, 700, 0.1, "default"}};
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0, 0.02f);
+  std::vector<float> p0(n);
+  for (auto& x : p0) x = nd(rng);
+  std::vector<std::vector<float>> grads(3, std::vector<float>(n));
+  for (auto& g : grads)
+    for (auto& x : g) x = nd(rng);
+  optim::AdamW full(n, groups);
+  std::vector<float> pf = p0;
+  for (auto& g : grads) full.step(pf.data(), g.data(), 1e-3);
+  for (size_t w : {2ul, 3ul, 4ul}) {
+    dist::ShardLayout L(n, w);
+    std::vector<float> ps = p0;
+    for (size_t r = 0; r < w; ++r) {
+      optim::AdamW sh(n, groups, {}, L.begin(r), L.end(r));
+      EXPECT_EQ(sh.state_bytes(), 2 * 4 * L.len(r));
+      for (auto& g : grads) sh.step(ps.data() + L.begin(r), g.data() + L.begin(r), 1e-3);
+      EXPECT_EQ(0, std::memcmp(sh.exp_avg(), full.exp_avg() + L.begin(r), L.len(r) * 4));
+      EXPECT_EQ(sh.steps(), full.steps());
+      EXPECT_EQ(sh.state_json(), full.state_json());  // global groups and step counts
+    }
+    EXPECT_EQ(0, std::memcmp(ps.data(), pf.data(), n * 4)) << w;
+  }
+}
