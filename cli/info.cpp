@@ -38,14 +38,16 @@ int run_info(int argc, char** argv) {
         "  --processes  data-parallel processes: the per-rank ZeRO-1/2 plan and the bytes each\n"
         "            rank moves per step (default 1)\n"
         "  --reduce  exact (default) or fast gradient reduction (see src/dist/zero.h)\n"
-        "  --micro-batches  micro-batches per rank per step (exact: one reduce-scatter each)\n"
+        "  --micro-batches  micro-batches per rank per step\n"
+        "  --exact-accumulator  local (default: one reduction per step) or sharded (ZeRO-2\n"
+        "            memory, one reduce-scatter per micro-batch)\n"
         "presets:");
     for (auto& n : preset_names()) std::printf(" %s", n.c_str());
     std::printf("\n");
     return 0;
   }
   a.finish({"--preset", "--config", "--vocab", "--seq", "--batch", "--json", "--processes",
-            "--reduce", "--micro-batches"});
+            "--reduce", "--micro-batches", "--exact-accumulator"});
   OLMO_CHECK(a.has("--preset") != a.has("--config"), "give exactly one of --preset, --config");
   std::string vocab = a.get("--vocab", "padded");
   OLMO_CHECK(vocab == "padded" || vocab == "hf", "--vocab must be 'hf' or 'padded', got '",
@@ -64,7 +66,9 @@ int run_info(int argc, char** argv) {
   OLMO_CHECK(K >= 1, "--micro-batches must be >= 1");
   OLMO_CHECK(reduce == "exact" || reduce == "fast", "--reduce must be exact or fast, got '",
              reduce, "'");
-  MemoryPlan m = memory_plan(c, S, mb, W, reduce == "exact", K);
+  const std::string acc = a.get("--exact-accumulator", "local");
+  OLMO_CHECK(acc == "local" || acc == "sharded", "--exact-accumulator must be local or sharded");
+  MemoryPlan m = memory_plan(c, S, mb, W, reduce == "exact", K, acc == "local");
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
 
@@ -113,8 +117,9 @@ int run_info(int argc, char** argv) {
               "avg keys attended, + 6 x lm_head)\n", f, (long long)S);
   std::printf("olmo_core_flops       %.4e   (OLMo-core: 6 N_non_embedding + 12 L H hd S)\n", fo);
   std::printf("memory plan per process (fp32, seq %lld x micro-batch %lld, %lld process%s, "
-              "ZeRO-1/2, reduce %s):\n", (long long)S, (long long)mb, (long long)W,
-              W == 1 ? "" : "es", reduce.c_str());
+              "ZeRO-1/2, reduce %s%s):\n", (long long)S, (long long)mb, (long long)W,
+              W == 1 ? "" : "es", reduce.c_str(),
+              reduce == "exact" ? (acc == "local" ? ", local accumulator" : ", sharded accumulator") : "");
   std::printf("  weights %.2f GiB, grads %.2f GiB, AdamW moments %.2f GiB (1/%lld)\n",
               gib(m.weights), gib(m.grads), gib(m.adam_moments), (long long)W);
   std::printf("  reduced-gradient shard %.2f GiB, exact accumulator %.2f GiB\n",

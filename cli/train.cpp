@@ -57,7 +57,8 @@ void dry_run(const olmo::train::Config& c) {
   const int64_t W = std::max<int64_t>(1, c.data.processes);
   const bool exact = c.dist.reduce == "exact";
   model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro, W, exact,
-                                            train::micro_batches(c));
+                                            train::micro_batches(c),
+                                            c.dist.exact_accumulator == "local");
   std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens, %lld process%s "
               "(data.processes; 0 = the launched world), ZeRO-1/2, dist.reduce %s)\n",
               (long long)micro, (long long)c.data.seq_len, (long long)W, W == 1 ? "" : "es",
@@ -78,7 +79,10 @@ void dry_run(const olmo::train::Config& c) {
       data::FslDataset ds(eval::expand_token_paths(c.data.mix), c.data.seq_len,
                           uint32_t(mc.vocab_size), opt);
       bpe = ds.size() / train::batch_instances(c);
-      data_note = cat(commas(ds.size()), " instances, ", commas(bpe), " batches per epoch");
+      data_note = cat(commas(ds.size()), " instances, ", commas(bpe), " batches per epoch",
+                      c.data.dataset == "packed_fsl"
+                          ? " (as fixed-length windows; packing makes somewhat more instances)"
+                          : "");
     } catch (const Error& e) {
       data_note = cat("cannot open: ", e.what());
     }
@@ -91,7 +95,7 @@ void dry_run(const olmo::train::Config& c) {
   std::printf("global batch: %lld instances x %lld = %s tokens; %lld micro-batches of %lld "
               "instances per process x %lld processes\n",
               (long long)G, (long long)c.data.seq_len, commas(c.data.global_batch_tokens).c_str(),
-              (long long)train::micro_batches(c), (long long)micro, (long long)c.data.processes);
+              (long long)train::micro_batches(c), (long long)micro, (long long)W);
   std::printf("schedule %s: t_max %s steps (%s tokens)\n", c.scheduler.name.c_str(),
               commas(t_max).c_str(), commas(t_max * c.data.global_batch_tokens).c_str());
   std::printf("this run: %s steps = %s tokens%s\n", commas(run).c_str(),

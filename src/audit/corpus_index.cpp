@@ -45,7 +45,7 @@ struct Reader {
   }
 };
 
-DirIndex load_dir(const fs::path& dir, uint32_t vocab) {
+DirIndex load_dir(const fs::path& dir, uint32_t vocab, bool with_ngrams) {
   DirIndex d;
   fs::path tc = dir / "token_counts.bin", db = dir / "docs.bin", ng = dir / "ngrams13.bin";
   if (!fs::exists(tc) || !fs::exists(db) || !fs::exists(ng)) return d;
@@ -83,7 +83,7 @@ DirIndex load_dir(const fs::path& dir, uint32_t vocab) {
       d.docs.push_back(doc);
     }
   }
-  {
+  if (with_ngrams) {
     std::string buf = read_file(ng.string());
     std::string p = ng.string();
     Reader r{buf, p};
@@ -109,7 +109,19 @@ void count_file_tokens(const std::string& path, TokenHistogram& h) {
   h.add(reinterpret_cast<const uint32_t*>(m.data()), int64_t(m.size() / 4));
 }
 
-CorpusIndex load_corpus_index(const std::vector<std::string>& files, uint32_t vocab) {
+uint64_t ngram_index_bytes(const std::vector<std::string>& files) {
+  std::map<std::string, uint64_t> dirs;
+  for (auto& f : files) {
+    fs::path ng = fs::path(f).parent_path() / "ngrams13.bin";
+    if (fs::exists(ng)) dirs[ng.string()] = fs::file_size(ng);
+  }
+  uint64_t n = 0;
+  for (auto& [k, v] : dirs) n += v;
+  return n;
+}
+
+CorpusIndex load_corpus_index(const std::vector<std::string>& files, uint32_t vocab,
+                              bool with_ngrams) {
   CorpusIndex idx;
   idx.entries = files;
   idx.counts = TokenHistogram(vocab);
@@ -127,8 +139,8 @@ CorpusIndex load_corpus_index(const std::vector<std::string>& files, uint32_t vo
     }
     auto it = dirs.find(dkey);
     if (it == dirs.end()) {
-      it = dirs.emplace(dkey, load_dir(p.parent_path(), vocab)).first;
-      if (it->second.ok) gram_sets.push_back(it->second.ngrams);
+      it = dirs.emplace(dkey, load_dir(p.parent_path(), vocab, with_ngrams)).first;
+      if (it->second.ok && with_ngrams) gram_sets.push_back(it->second.ngrams);
     }
     const DirIndex& d = it->second;
     size_t part = std::stoul(m[1].str());
@@ -136,9 +148,9 @@ CorpusIndex load_corpus_index(const std::vector<std::string>& files, uint32_t vo
       idx.missing.push_back(files[e]);
       continue;
     }
-    OLMO_CHECK(idx.ngram_sample == 0 || idx.ngram_sample == d.sample, dkey,
+    OLMO_CHECK(!with_ngrams || idx.ngram_sample == 0 || idx.ngram_sample == d.sample, dkey,
                ": 13-gram sample ", d.sample, " differs from another entry's ", idx.ngram_sample);
-    idx.ngram_sample = d.sample;
+    if (with_ngrams) idx.ngram_sample = d.sample;
     idx.counts.merge(d.part_counts[part]);
     for (auto& doc : d.docs)
       if (doc.entry == part) idx.docs.push_back({doc.hash, uint32_t(e), doc.tokens});

@@ -5,6 +5,8 @@
 //     document, or whose sampled 13-gram hashes occur in the training mix at a share
 //     >= threshold (long shared passages), reported per document;
 //   * the same document (equal token hash) under two mix entries.
+// The 13-gram set is per prepared directory (a mix that uses some parts of a directory is checked
+// against all of its parts); counts and documents are per part file.
 // Entries whose directory has no index (token files not made by `olmo prepare`) are listed in
 // `missing`; the caller decides (the in-loop audit counts small files itself).
 // Cost: loading reads the index files only (8 bytes per sampled 13-gram, 16 per document);
@@ -32,7 +34,11 @@ struct CorpusIndex {
   std::vector<Doc> docs;              // sorted by hash
 };
 
-CorpusIndex load_corpus_index(const std::vector<std::string>& token_files, uint32_t vocab);
+// with_ngrams false: skip the 13-gram files (ngram_sample stays 0: contamination by n-gram off).
+CorpusIndex load_corpus_index(const std::vector<std::string>& token_files, uint32_t vocab,
+                              bool with_ngrams = true);
+// Bytes of the 13-gram index files next to the token files (each directory once).
+uint64_t ngram_index_bytes(const std::vector<std::string>& token_files);
 
 // Adds every token of a token file (headerless uint32) to h (the fallback for unindexed files).
 void count_file_tokens(const std::string& path, TokenHistogram& h);

@@ -63,7 +63,16 @@ static inline uint32_t fx_run(uint64_t* lo, uint64_t* hi, const float* x, int64_
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     u64v vlo, vhi, alo, ahi;
-    bad |= fx_split(fx_load_bits(x + i), vlo, vhi);
+    const u64v bits = fx_load_bits(x + i);
+    if (kAccumulate) {
+      // Adding +-0 changes nothing: skip the accumulator's read-modify-write for all-zero
+      // vectors (the embedding gradient is zero outside the rows of the micro-batch's tokens).
+      u64v nz = bits & 0x7fffffffull;
+      uint64_t any = 0;
+      for (int l = 0; l < kLanes; ++l) any |= nz[l];
+      if (any == 0) continue;
+    }
+    bad |= fx_split(bits, vlo, vhi);
     if (kAccumulate) {
       __builtin_memcpy(&alo, lo + i, sizeof alo);
       __builtin_memcpy(&ahi, hi + i, sizeof ahi);

@@ -23,8 +23,10 @@ ReduceMode parse_reduce_mode(const std::string& s) {
   throw Error(cat("dist.reduce must be exact or fast, got '", s, "'"));
 }
 
-GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems)
-    : comm_(comm), layout_(numel, size_t(comm.world())), mode_(mode) {
+GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
+                         bool local_accumulator)
+    : comm_(comm), layout_(numel, size_t(comm.world())), mode_(mode),
+      local_(local_accumulator || comm.world() == 1) {
   const size_t W = layout_.world;
   bucket_ = std::max<size_t>(16, std::min(layout_.shard_len, (bucket_elems + W - 1) / W));
   nbuckets_ = layout_.shard_len == 0 ? 0 : (layout_.shard_len + bucket_ - 1) / bucket_;
@@ -38,8 +40,9 @@ GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size
     }
   }
   if (mode_ == ReduceMode::exact) {
-    acc_lo_.assign(nbuckets_ * bucket_, 0);
-    acc_hi_.assign(nbuckets_ * bucket_, 0);
+    const size_t n = local_ ? std::max(numel, nbuckets_ * bucket_) : nbuckets_ * bucket_;
+    acc_lo_.assign(n, 0);
+    acc_hi_.assign(n, 0);
   }
 }
 
@@ -98,7 +101,7 @@ void GradReducer::add_micro_batch(const float* g) {
   if (mode_ != ReduceMode::exact) return;
   const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
   bool bad = false;
-  if (W == 1) {  // nothing to exchange: accumulate in place
+  if (local_) {  // sum locally; one reduce-scatter in finish()
     bad_ = accumulate_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel) || bad_;
     return;
   }
@@ -133,7 +136,25 @@ void GradReducer::add_micro_batch(const float* g) {
 
 bool GradReducer::finish(const float* g, float* shard) {
   const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
-  if (mode_ == ReduceMode::exact) {
+  if (mode_ == ReduceMode::exact && W > 1 && local_) {
+    // One integer reduce-scatter of the full local accumulators; each bucket of this rank's
+    // shard is rounded to fp32 as it arrives.
+    bucketed_reduce_scatter<uint64_t>(
+        Type::fixed128,
+        [&](size_t k, uint64_t* st) {
+          for (size_t r = 0; r < W; ++r) {
+            const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
+            const size_t n = hi - lo, at = layout_.begin(r) + lo;
+            uint64_t* blo = st + r * 2 * S;
+            uint64_t* bhi = blo + S;
+            std::copy(acc_lo_.data() + at, acc_lo_.data() + at + n, blo);
+            std::copy(acc_hi_.data() + at, acc_hi_.data() + at + n, bhi);
+            std::fill(blo + n, blo + S, uint64_t(0));
+            std::fill(bhi + n, bhi + S, uint64_t(0));
+          }
+        },
+        [&](size_t k, const uint64_t* rv, size_t n) { fixed_to_floats(shard + k * S, rv, rv + S, n); });
+  } else if (mode_ == ReduceMode::exact) {
     fixed_to_floats(shard, acc_lo_.data(), acc_hi_.data(), shard_len());
   } else if (W == 1) {
     if (shard != g) std::memcpy(shard, g, layout_.numel * sizeof(float));

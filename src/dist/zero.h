@@ -5,12 +5,17 @@
 //   * GradReducer: turns every rank's full micro-batch gradients into the summed gradient of the
 //     rank's shard, with a bucketed, non-blocking reduce-scatter (buckets of S elements of every
 //     shard; bucket k+1 is converted/staged while bucket k is on the wire, two in flight).
-//       exact: each micro-batch gradient is converted to 128-bit fixed point (fixed_point.h),
-//              reduce-scattered with an integer sum and added into an i128 shard accumulator;
-//              one rounding to fp32 at the end. Bitwise independent of the world size, of which
-//              rank ran which micro-batch and of the reduction order. Requires every rank to
-//              run the same number of micro-batches. Cost per micro-batch: one conversion pass
-//              over P floats plus 16 * P * (W-1)/W bytes on the wire.
+//       exact: each micro-batch gradient is converted to 128-bit fixed point (fixed_point.h)
+//              and summed with integer adds; one rounding to fp32 at the end. Bitwise
+//              independent of the world size, of which rank ran which micro-batch and of the
+//              reduction order. Two accumulators (dist.exact_accumulator):
+//                local (default): every rank sums its micro-batches into a full-length
+//                  accumulator (16 B per parameter; all-zero vectors such as untouched
+//                  embedding rows are skipped), one integer reduce-scatter per step
+//                  (16 * P * (W-1)/W bytes on the wire);
+//                sharded (ZeRO-2 memory: 16 B per parameter / W): every micro-batch is
+//                  reduce-scattered at once into the shard accumulator (the same bytes per
+//                  micro-batch round; every rank must run the same number of micro-batches).
 //       fast:  the model accumulates micro-batches locally in fp32; one fp32 reduce-scatter per
 //              step (4 * P * (W-1)/W bytes). Rounding depends on the world size.
 //   * global_norm(): the L2 norm of the distributed gradient; exact mode sums the squares in
@@ -43,7 +48,8 @@ ReduceMode parse_reduce_mode(const std::string& s);  // "exact" | "fast"
 class GradReducer {
  public:
   // bucket_elems: elements per bucket summed over all ranks (>= world).
-  GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems);
+  GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
+              bool local_accumulator = true);
 
   const ShardLayout& layout() const { return layout_; }
   ReduceMode mode() const { return mode_; }
@@ -84,6 +90,7 @@ class GradReducer {
   std::vector<uint64_t> acc_lo_, acc_hi_;
   std::vector<uint64_t> stage_i_[2], recv_i_[2];  // per rank block: [S lo | S hi]
   std::vector<float> stage_f_[2], recv_f_[2];
+  bool local_ = true;   // exact: full-length local accumulator, one reduction per step
   bool bad_ = false;
   double comm_s_ = 0;
 };

@@ -133,10 +133,11 @@ std::vector<double> continuation_logliks(model::Olmo3& m, const std::vector<int3
     for (int64_t k = 0; k < int64_t(at.size()); ++k) {
       const auto [b, t] = at[k];
       const float* z = logits.data() + (b * T + t) * V;
-      double mx = z[0], sum = 0;
-      for (int64_t v = 1; v < V; ++v) mx = std::max(mx, double(z[v]));
-      for (int64_t v = 0; v < V; ++v) sum += std::exp(double(z[v]) - mx);
-      lp[k] = double(z[rows[r0 + b][t + 1]]) - mx - std::log(sum);
+      float mx = z[0];
+      for (int64_t v = 1; v < V; ++v) mx = std::max(mx, z[v]);
+      double sum = 0;  // fp32 exp (rel. error ~1e-7), double accumulation
+      for (int64_t v = 0; v < V; ++v) sum += double(std::exp(z[v] - mx));
+      lp[k] = double(z[rows[r0 + b][t + 1]]) - double(mx) - std::log(sum);
     }
     for (size_t k = 0; k < at.size(); ++k) out[r0 + at[k].first] += lp[k];
   }

@@ -51,7 +51,7 @@ double continuation_loglik(model::Olmo3& m, const std::vector<int32_t>& prefix,
 // The same for several continuations of one prefix, batched: each row is prefix (left-truncated
 // as above, per row) + cont_i, right-padded to the longest row (causal attention: padding never
 // influences earlier positions); one forward_logits per chunk of rows holding at most
-// max_logit_floats logits, then a double-precision log-softmax on the scored positions only.
+// max_logit_floats logits, then a log-softmax (fp32 exp, double sums) on the scored positions only.
 // Much cheaper than one forward_loss per continuation (one pass over the LM head weights per
 // chunk instead of per continuation); used by score_item and the exposure evaluator.
 std::vector<double> continuation_logliks(model::Olmo3& m, const std::vector<int32_t>& prefix,

@@ -56,7 +56,8 @@ int64_t scratch_floats_per_token(const ModelConfig& c) {
 }
 
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
-                       int64_t processes, bool exact, int64_t micro_batches_per_rank) {
+                       int64_t processes, bool exact, int64_t micro_batches_per_rank,
+                       bool exact_local) {
   ParamCounts p = count_params(c);
   const int64_t W = processes < 1 ? 1 : processes;
   const int64_t shard = (p.total + W - 1) / W;  // elements of the largest shard
@@ -66,10 +67,11 @@ MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batc
   m.grads = 4 * p.total;
   m.adam_moments = 8 * shard;
   m.grad_shard = (W == 1 && !exact) ? 0 : 4 * shard;
-  m.reduce_accumulator = exact ? 16 * shard : 0;
+  const bool local = exact_local || W == 1;
+  m.reduce_accumulator = exact ? 16 * (local ? p.total : shard) : 0;
   const double ring = double(W - 1) / double(W);
-  const double rs = exact ? 16.0 * double(p.total) * double(micro_batches_per_rank)
-                          : 4.0 * double(p.total);
+  const double rs = !exact ? 4.0 * double(p.total)
+                   : 16.0 * double(p.total) * (local ? 1.0 : double(micro_batches_per_rank));
   m.comm_bytes_per_step = int64_t(ring * (rs + 4.0 * double(p.total)));
   m.activations_per_token = 4 * activation_floats_per_token(c);
   m.scratch_per_token = 4 * scratch_floats_per_token(c);

@@ -45,13 +45,15 @@ double olmo_core_flops_per_token(const ModelConfig& c, int64_t seq_len);
 // the model's full micro-batch gradient buffer on every rank; AdamW moments, the reduced
 // gradient shard and (dist.reduce=exact) the 128-bit fixed-point shard accumulator are 1/W.
 // Bytes each rank sends per step (ring algorithms: (W-1)/W of the vector per collective):
-//   exact: every micro-batch round reduce-scatters 16P bytes (i128), then one fp32 all-gather;
+//   exact, local accumulator: one 16P-byte integer reduce-scatter, then one fp32 all-gather;
+//   exact, sharded accumulator: every micro-batch round reduce-scatters 16P bytes, then the
+//          all-gather;
 //   fast:  one fp32 reduce-scatter (4P) and one fp32 all-gather (4P).
 struct MemoryPlan {
   int64_t processes = 1;
   int64_t weights = 0, grads = 0, adam_moments = 0;  // 4P, 4P, 8P/W
   int64_t grad_shard = 0;              // 4P/W (0 for W = 1 fast: the gradient buffer is reused)
-  int64_t reduce_accumulator = 0;      // 16P/W (exact only)
+  int64_t reduce_accumulator = 0;      // exact only: 16P (local) or 16P/W (sharded)
   int64_t comm_bytes_per_step = 0;     // bytes each rank sends per step (receives as many)
   int64_t activations_per_token = 0;   // stored for backward, all layers
   int64_t scratch_per_token = 0;       // reused buffers (one layer's worth of gradients)
@@ -64,6 +66,6 @@ int64_t activation_floats_per_token(const ModelConfig& c);
 int64_t scratch_floats_per_token(const ModelConfig& c);
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
                        int64_t processes = 1, bool exact = false,
-                       int64_t micro_batches_per_rank = 1);
+                       int64_t micro_batches_per_rank = 1, bool exact_local = true);
 
 }  // namespace olmo::model

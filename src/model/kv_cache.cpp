@@ -71,7 +71,7 @@ void Decoder::ensure(int64_t n) {
   g_ = buf(F), u_ = buf(F), s_ = buf(F);
   r_ = buf(1);
   // Attention scratch: lse of the prefill kernel [H, n], or one score row per (row, head).
-  lse_ = FloatBuffer(size_t(std::max(n * c.n_heads, cache_.batch() * c.n_heads * cache_.max_len())));
+  att_ = FloatBuffer(size_t(std::max(n * c.n_heads, cache_.batch() * c.n_heads * cache_.max_len())));
   cap_ = n;
 }
 
@@ -132,7 +132,7 @@ void Decoder::prefill(int64_t b, const int32_t* tokens, int64_t n, float* logits
     rope_forward(q, 1, n, H, hd, tab);
     rope_forward(k, 1, n, KV, hd, tab);
     AttnShape s{1, n, H, KV, hd, c.layer_window[size_t(l)]};
-    attention_forward(s, q, k, v, nullptr, o, lse_.data());
+    attention_forward(s, q, k, v, nullptr, o, att_.data());
     const int64_t S = cache_.slots(l);
     float *kc = cache_.k(l, b), *vc = cache_.v(l, b);
     for (int64_t p = std::max<int64_t>(0, n - S); p < n; ++p) {
@@ -201,7 +201,7 @@ void Decoder::step(const int64_t* seq, const int32_t* tokens, int64_t rows, floa
       const float* qh = q + i * Q + h * hd;
       const float* kc = cache_.k(l, seq[i]);
       const float* vc = cache_.v(l, seq[i]);
-      float* sc = lse_.data() + ih * M;
+      float* sc = att_.data() + ih * M;
       float mx = -INFINITY;
       for (int64_t t = lo; t <= p; ++t) {
         const float* kt = kc + (t % S) * K + kvh * hd;

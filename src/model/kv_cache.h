@@ -73,7 +73,8 @@ class Decoder {
   KvCache cache_;
   kernels::RopeTable rope_, rope_yarn_;
   int64_t cap_ = 0;  // rows the scratch holds
-  FloatBuffer x_, h_, t_, q_, k_, v_, o_, g_, u_, s_, r_, lse_, xf_;
+  FloatBuffer x_, h_, t_, q_, k_, v_, o_, g_, u_, s_, r_, xf_;
+  FloatBuffer att_;  // attention scratch: prefill lse [H, n] or step scores [batch, H, max_len]
 };
 
 }  // namespace olmo::model

@@ -58,7 +58,11 @@ void DataAudit::on_start(Trainer& t) {
     ledger_ = std::make_unique<audit::LedgerWriter>(path, t.step());
 
     // The corpus's unigram distribution, and contamination of the held-out sets.
-    audit::CorpusIndex idx = audit::load_corpus_index(ds.paths(), ds.vocab_size());
+    // The n-gram index is loaded only at start and only up to 1 GiB (a full-scale corpus needs a
+    // sparser sample than prepare's default; `olmo audit` loads it regardless).
+    const uint64_t ng_bytes = audit::ngram_index_bytes(ds.paths());
+    const bool with_ngrams = t.step() == 0 && c.audit.contamination && ng_bytes <= (1ull << 30);
+    audit::CorpusIndex idx = audit::load_corpus_index(ds.paths(), ds.vocab_size(), with_ngrams);
     corpus_ = idx.counts;
     uint64_t missing_tokens = 0;
     for (auto& m : idx.missing) missing_tokens += file_size(m) / 4;
@@ -108,7 +112,10 @@ void DataAudit::on_start(Trainer& t) {
       report(t, summary);
     } else if (c.audit.contamination) {
       note += std::string(note.empty() ? "" : "; ") +
-              "no 13-gram index in the training mix: contamination not checked";
+              (ng_bytes > (1ull << 30)
+                   ? cat("13-gram index of ", ng_bytes, " bytes > 1 GiB: contamination left to "
+                         "`olmo audit`")
+                   : std::string("no 13-gram index in the training mix: contamination not checked"));
     }
     active_ = true;
     t.metrics().write({{"kind", "info"}, {"event", "audit_start"}, {"step", t.step()},

@@ -98,6 +98,7 @@ static void visit_fields(C& c, V&& v) {
   v("trainer.init_from_hf", c.trainer.init_from_hf, "");
   v("trainer.loss_normalization", c.trainer.loss_normalization, "auto | global | per_rank");
   v("dist.reduce", c.dist.reduce, "exact (world-size-independent bits) | fast (fp32)");
+  v("dist.exact_accumulator", c.dist.exact_accumulator, "local | sharded");
   v("dist.bucket_mb", c.dist.bucket_mb, "");
   v("validation.interval", c.validation.interval, "0 = off");
   v("validation.sets", c.validation.sets, "label: path (empty: eval.sets)");
@@ -462,6 +463,9 @@ void validate(const Config& c, bool check_files) {
                  c.trainer.loss_normalization == "per_rank",
              at(c, "trainer.loss_normalization"), " must be auto, global or per_rank, got '",
              c.trainer.loss_normalization, "'");
+  OLMO_CHECK(c.dist.exact_accumulator == "local" || c.dist.exact_accumulator == "sharded",
+             at(c, "dist.exact_accumulator"), " must be local or sharded, got '",
+             c.dist.exact_accumulator, "'");
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
   for (size_t i = 0; i < c.model.window_pattern.size(); ++i) {
     int64_t w = c.model.window_pattern[i];

@@ -154,7 +154,12 @@ struct TrainerSection {
 // Data-parallel distribution (src/dist). The trajectory is bitwise the same for every world size
 // under reduce = exact (fixed-point gradient sums); fast = plain fp32 reduce-scatter.
 struct DistSection {
-  std::string reduce = "exact";      // exact | fast
+  // fast (default): plain fp32; exact: world-size-independent bits, at a measured cost of 6-16%
+  // of a one-process step and ~30% at 2 processes on this 2-core machine (bench/results/dist.md),
+  // too much to be the default.
+  std::string reduce = "fast";       // exact | fast
+  std::string exact_accumulator = "local";  // local (fast: one reduction per step, 16 B per
+                                     // parameter) | sharded (ZeRO-2 memory, one per micro-batch)
   int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
                                      // reduce-scatter (MiB of fp32 gradient)
 };

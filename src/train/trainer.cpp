@@ -114,7 +114,8 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   model_ = std::make_unique<model::Olmo3>(mc);
   flops_per_token_ = model::flops_per_token(mc, cfg_.data.seq_len);
   const size_t bucket = size_t(cfg_.dist.bucket_mb) * (1u << 20) / sizeof(float);
-  reducer_ = std::make_unique<dist::GradReducer>(*comm_, model_->num_params(), mode, bucket);
+  reducer_ = std::make_unique<dist::GradReducer>(*comm_, model_->num_params(), mode, bucket,
+                                                 cfg_.dist.exact_accumulator == "local");
   if (!(mode == dist::ReduceMode::fast && world_ == 1)) shard_grad_.assign(reducer_->shard_len(), 0.0f);
   build_optimizer();
   skip_ = std::make_unique<optim::SkipStep>(int(cfg_.optim.rolling_interval_length),

@@ -20,7 +20,7 @@ def base_overrides(data, run, steps=6, extra=()):
     # 12 instances of 64 tokens per step, 1 instance per micro-batch: 12 micro-batches.
     return [f"data.mix={data['mix']}", f"trainer.run_dir={run}", "data.global_batch_tokens=768",
             "data.micro_batch_tokens=64", f"trainer.max_steps={steps}", "trainer.threads=1",
-            *extra]
+            "dist.reduce=exact", *extra]
 
 
 def train(np_, overrides, env=None, check=True, timeout=300):

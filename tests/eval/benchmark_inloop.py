@@ -8,6 +8,7 @@ checked-in suite and the exposure of a synthetic canaries.json. Checks:
   - the step-4 records equal `olmo evaluate-suites` on the final checkpoint (same weights, same
     scorer run offline: acc, acc_len_norm, bpb, ce_loss and the exposure per count to 1e-9);
   - the scores change between step 0 and step 4 (the model trained);
+  - scripts/plot_benchmarks.py draws the records;
   - a bad benchmarks key or a missing suite file is refused naming the key.
 Env: OLMO_BIN, OLMO_SOURCE_DIR. Exit 0 = pass.
 """
@@ -85,6 +86,13 @@ def main():
     ea = expo[-1]["by_count"]
     check(all(abs(ea[c]["mean"] - eb[c]["mean"]) <= 1e-9 for c in eb),
           "exposure per count: in-loop step 4 == offline")
+
+    import subprocess
+    png = os.path.join(tmp, "bench.png")
+    pl = subprocess.run([sys.executable, os.path.join(SRC, "scripts", "plot_benchmarks.py"), run,
+                         "--out", png], capture_output=True, text=True)
+    check(pl.returncode == 0 and os.path.getsize(png) > 10000 and "step 4 exposure" in pl.stdout,
+          f"scripts/plot_benchmarks.py draws the run ({pl.stderr.strip()[-200:]})")
 
     bad = olmo("train", tiny_config(), *args, "benchmarks.exposure_candidates=1", check=False)
     check(bad.returncode != 0 and "benchmarks.exposure_candidates" in bad.stderr,

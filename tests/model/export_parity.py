@@ -121,7 +121,6 @@ def sample_texts():
 
 def check_tokenizer(d, tmp):
     import tiktoken
-    from tokenizers import AddedToken  # noqa: F401  (import check: the converter needs it)
     from transformers import AutoTokenizer
     from transformers.convert_slow_tokenizer import TikTokenConverter
     enc = tiktoken.get_encoding("cl100k_base")

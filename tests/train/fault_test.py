@@ -11,6 +11,8 @@ validation every 10 steps, faults from step 10:
   stride        alarm within 50 steps, cause reread_mismatch (only the re-read sees it)
   repeat_batch  alarm within 50 steps, cause identical_batch
   pool, audit off, validation.reference = the clean run: a validation divergence alarm
+With mpirun installed, the same under 2 data-parallel ranks (rank 0 audits its slice): a clean
+run has no alarm, a stride fault is caught at its first step.
 Also: a fault without allow_fault_injection is refused; a corrupt prepare index turns the audit
 off (logged) and the run completes; audit/compare of a dir missing records,
 a reference with another model config and a missing held-out set fail with clear errors; the
@@ -20,6 +22,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 
@@ -201,6 +204,33 @@ def main():
         assert "data audit turned off" in p.stdout + p.stderr
         assert len([1 for x in open(os.path.join(run, "metrics.jsonl"))
                     if json.loads(x).get("kind") == "train"]) == 5
+        # Two data-parallel ranks (mpirun, when installed): rank 0 audits its own slice.
+        mpirun = shutil.which(os.environ.get("OLMO_MPIRUN", "mpirun"))
+        if mpirun:
+            for name, extra in (("mpi_clean", []),
+                                ("mpi_stride", ["data.inject_fault=stride",
+                                                "allow_fault_injection=true",
+                                                "data.fault_start_step=5"])):
+                run = os.path.join(root, name)
+                env = dict(os.environ)
+                env.pop("OMP_NUM_THREADS", None)
+                p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "2",
+                                    os.environ.get("OLMO_BIN", "build/olmo"), "train", *base,
+                                    f"trainer.run_dir={run}", "trainer.max_steps=12", *extra],
+                                   capture_output=True, text=True, env=env, timeout=300)
+                assert p.returncode == 0, p.stdout + p.stderr
+                recs = ledger(run)
+                assert len(recs) == 12 and all(len(r[3]) == 4 for r in recs), recs[:2]
+                a = alarms(run)
+                if name == "mpi_clean":
+                    assert a == [], a[:3]
+                    assert olmo("audit", run, check=False).returncode == 0
+                else:
+                    assert a and min(x["step"] for x in a) == 5, a[:3]
+                    assert {x["cause"] for x in a} == {"reread_mismatch"}, a[:3]
+            print("2 ranks: clean run 0 alarms; stride fault caught at its first step")
+        else:
+            print("mpirun not found: the 2-rank audit check did not run")
         print("detection delays (steps from fault start to first alarm):", delays)
         print("fault test OK")
     finally:
