@@ -8,6 +8,7 @@ JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
 .PHONY: all deps configure build test demo bench clean corpus
+.PHONY: fuzz fuzz-run asan-configure test-asan test-asan-ci
 
 all: build
 
@@ -34,3 +35,38 @@ bench: build
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log
+
+# ---- hardening (tests/fuzz/README.md) ----
+#   make fuzz          clang + libFuzzer + ASan/UBSan fuzz targets in build-fuzz/fuzz/
+#   make fuzz-run      every fuzzer for FUZZ_TIME seconds (default 600), one after the other
+#   make test-asan     the whole project + the C++ suite (ctest -L cpp) under GCC ASan + UBSan
+#   make test-asan-ci  the subset that .ci/run runs (ASAN_CI_TESTS)
+FUZZ_BUILD ?= build-fuzz
+ASAN_BUILD ?= build-asan
+FUZZ_TIME ?= 600
+FUZZERS ?= yaml_config hf_config safetensors tokenizer_json tiktoken jsonl token_file checkpoint token_lines
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The .ci/run subset: every fuzz replay (the parsers, compiled into the replay binaries) and the
+# C++ tests of the libraries that need neither the kernels nor the trainer (core, ckpt,
+# tokenizer, corpus JSONL, hostile token files), so the leg does not compile the whole project.
+ASAN_CI_TESTS ?= ^(fuzz_replay_.*|ckpt_.*|core_.*|corpus_jsonl|corpus_hostile_jsonl|data_hostile_tokens|tokenizer_tokenizer)$$
+
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DOLMO_FUZZ=ON -Wno-dev > $(FUZZ_BUILD).configure.log 2>&1 || (cat $(FUZZ_BUILD).configure.log; exit 1)
+	@set -o pipefail; MAKEFLAGS= cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	@echo "fuzzers: $(FUZZ_BUILD)/fuzz/fuzz_<parser>; run them with: make fuzz-run [FUZZ_TIME=s FUZZERS=...]"
+
+fuzz-run: fuzz
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TIME) $(FUZZERS)
+
+asan-configure: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DOLMO_SANITIZE=ON -Wno-dev > $(ASAN_BUILD).configure.log 2>&1 || (cat $(ASAN_BUILD).configure.log; exit 1)
+
+test-asan: asan-configure
+	@set -o pipefail; MAKEFLAGS= cmake --build $(ASAN_BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	cd $(ASAN_BUILD) && $(SAN_ENV) ctest -L cpp --output-on-failure -j 2 $(CTEST_ARGS)
+
+test-asan-ci: asan-configure
+	@set -o pipefail; targets=$$(cd $(ASAN_BUILD) && ctest -N -L cpp -R '$(ASAN_CI_TESTS)' | sed -nE 's/^ *Test +#[0-9]+: (fuzz_replay_.*)$$/\1/p; s/^ *Test +#[0-9]+: ([a-z0-9]+)_(.*)$$/test_\1_\2/p' | sort -u); \
+	  MAKEFLAGS= cmake --build $(ASAN_BUILD) -j $(JOBS) --target $$targets 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	cd $(ASAN_BUILD) && $(SAN_ENV) ctest -L cpp -R '$(ASAN_CI_TESTS)' --output-on-failure -j 2 $(CTEST_ARGS)

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   std::mt19937 g(1);
   std::vector<uint32_t> buf(static_cast<size_t>(file_tokens));
   for (long long f = 0; f < files; ++f) {
-    for (auto& x : buf) x = (g() % 500 == 0) ? kDolma2Eos : g() % kDolma2Eos;
+    for (auto& x : buf) x = (g() % 500 == 0) ? olmo::kDolma2Eos : g() % olmo::kDolma2Eos;
     paths.push_back((dir / ("part-" + std::to_string(f) + ".npy")).string());
     std::ofstream(paths.back(), std::ios::binary)
         .write(reinterpret_cast<const char*>(buf.data()), std::streamsize(buf.size() * 4));

@@ -5,7 +5,7 @@ Both run single-threaded on one string of ~10 MB of real text (default: 60% Pyth
 files without tests, 40% /usr/share/doc copyright files and changelogs; or --input FILE):
   ours:     `olmo tokenize --bench FILE --repeat R` (encode_append on one thread, best of R)
   tiktoken: Encoding.encode_ordinary(text), best of R (Rust core, one thread)
-The token counts must agree (full id parity is the job of tests/data/tokenizer_parity.py).
+The token counts must agree (full id parity is the job of tests/tokenizer/tokenizer_parity.py).
 Prints MB/s (10^6 bytes/s) for each and the ratio; a markdown row for bench/results/tokenizer.md.
 
 usage: OLMO_BIN=build/olmo TIKTOKEN_CACHE_DIR=data/tiktoken_cache \

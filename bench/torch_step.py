@@ -13,6 +13,12 @@ PyTorch gets its best settings: torch.set_num_threads(--threads), F.scaled_dot_p
 (is_causal=True where the window covers the sequence, which takes the CPU flash kernel; an
 explicit boolean band mask otherwise), GQA via enable_gqa, F.rms_norm, optional torch.compile
 (--compile), fused AdamW (--optimizer). tcmalloc is preloaded by bench/compare.sh when present.
+--precision bf16: the forward (and so the backward) under torch.autocast("cpu", bfloat16) with
+fp32 parameters and optimizer (bf16 linear layers and SDPA, loss from logits.float()), as
+OLMo 3 trains. --mkldnn on|off: torch.backends.mkldnn.enabled (oneDNN for bf16 matmuls / SDPA
+helpers; fp32 matmuls go to MKL either way).
+Defaults = the settings that won on this machine (bench/results/precision.md): eager (no
+torch.compile), mkldnn on, SDPA, 2 threads, tcmalloc.
 
 Prints one JSON line: tokens_per_second (forward+backward), seconds per step, and with
 --optimizer the full-step figures. `--check-hf` first verifies this module against
@@ -204,13 +210,18 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--compile", action="store_true", help="torch.compile the loss function")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: torch.autocast('cpu', dtype=torch.bfloat16) around the forward")
+    ap.add_argument("--mkldnn", choices=["on", "off"], default="on",
+                    help="torch.backends.mkldnn.enabled")
     ap.add_argument("--optimizer", action="store_true", help="also time a fused AdamW step")
     ap.add_argument("--check-hf", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
+    torch.backends.mkldnn.enabled = args.mkldnn == "on"
     info = {}
     if args.check_hf:
         info["hf_check_rel_l2"] = check_against_hf()
@@ -233,9 +244,12 @@ def main():
                                  {"params": rest, "weight_decay": 0.1}],
                                 lr=3e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
 
+    bf16 = args.precision == "bf16"
+
     def fwd_bwd():
         model.zero_grad(set_to_none=True)
-        loss = step_fn(tokens, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = step_fn(tokens, targets)
         loss.backward()
         return loss.item()
 
@@ -257,7 +271,8 @@ def main():
     N = B * T
     fb = sum(t_fb) / len(t_fb)
     out = dict(impl="torch", torch=torch.__version__, preset=args.preset, seq=T, batch=B,
-               threads=torch.get_num_threads(), compile=args.compile, steps=args.steps,
+               threads=torch.get_num_threads(), compile=args.compile, precision=args.precision,
+               mkldnn=args.mkldnn, steps=args.steps,
                warmup=args.warmup, warmup_seconds=t_compile, fwd_bwd_seconds=t_fb,
                fwd_bwd_seconds_mean=fb, tokens_per_second=N / fb, loss=loss,
                malloc="tcmalloc" if "tcmalloc" in os.environ.get("LD_PRELOAD", "") else "glibc",

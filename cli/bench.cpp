@@ -1,17 +1,22 @@
 // `olmo bench step`: throughput of one training step of a preset model on random data.
 //
 //   olmo bench step --preset NAME --seq S --batch B [--steps N] [--warmup N] [--optimizer]
-//                   [--peak-seconds X] [--seed N] [--json]
+//                   [--precision fp32|bf16_mixed|auto] [--profile] [--peak-seconds X]
+//                   [--seed N] [--json]
 //
 // Builds the preset (padded vocab) with random init, draws random tokens (ids < 100278, targets
 // = next token, last position ignored), and times `--steps` steps of zero_grad +
 // forward_backward (+ an AdamW update with --optimizer) after `--warmup` untimed ones.
 // Reports tokens/s, achieved GFLOP/s with FLOPs per token = model::flops_per_token (ours: 6 x
 // matmul params + 12 x H x hd x average keys attended, causal/window discounted) and MFU =
-// achieved / fp32 FMA peak, where the peak is measured right before and right after the timed
-// steps with kernels::measure_fp32_peak_gflops (the machine is shared: both are printed and MFU
-// uses their mean). With --optimizer the MFU of the full step (fwd+bwd+AdamW) is reported too,
-// still counting only the model's FLOPs.
+// achieved / peak, where the peaks are measured right before and right after the timed steps
+// (the machine is shared: both are printed and MFU uses their mean): the fp32 FMA peak
+// (kernels::measure_fp32_peak_gflops) and the bf16 dot-product peak (measure_bf16_peak_gflops,
+// VDPBF16PS; 0 without AVX512_BF16). MFU is against the peak of the precision the matmuls run
+// in: fp32, or bf16 under --precision bf16_mixed (auto: resolved as model.precision=auto is).
+// With --optimizer the MFU of the full step (fwd+bwd+AdamW) is reported too, still counting
+// only the model's FLOPs. --profile turns the step profiler (core/profile.h) on for the timed
+// steps and prints its table (time per op class and GEMM shape, share of the step, GFLOP/s).
 #include <nlohmann/json.hpp>
 #include <omp.h>
 #include <sys/resource.h>
@@ -26,12 +31,14 @@
 #include "args.h"
 #include "command.h"
 #include "core/error.h"
+#include "core/profile.h"
 #include "core/timer.h"
 #include "kernels/peak.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
+#include "train/model_setup.h"
 
 namespace {
 
@@ -65,29 +72,36 @@ std::vector<olmo::optim::ParamGroup> param_groups(const olmo::model::Olmo3& m) {
 
 int run_step(int argc, char** argv) {
   using namespace olmo::model;
-  olmo::cli::Args a(argc, argv, {"--json", "--optimizer", "--print-clock"}, 2);
+  olmo::cli::Args a(argc, argv, {"--json", "--optimizer", "--print-clock", "--profile"}, 2);
   if (a.has("--help")) {
     std::printf(
         "usage: olmo bench step --preset NAME --seq S --batch B [--steps N] [--warmup N]\n"
-        "                       [--optimizer] [--peak-seconds X] [--seed N] [--json]\n"
-        "                       [--print-clock]\n"
+        "                       [--optimizer] [--precision fp32|bf16_mixed|auto] [--profile]\n"
+        "                       [--peak-seconds X] [--seed N] [--json] [--print-clock]\n"
         "Times forward+backward (and AdamW with --optimizer) of a preset model on random\n"
-        "tokens; prints tokens/s, GFLOP/s and MFU against the fp32 FMA peak measured just\n"
-        "before and after the timed steps. Threads: OMP_NUM_THREADS.\n"
-        "  --steps 3, --warmup 1, --peak-seconds 0.3, --seed 1\n"
+        "tokens; prints tokens/s, GFLOP/s and MFU against the peak of the matmul precision\n"
+        "(fp32 FMA or bf16 VDPBF16PS) measured just before and after the timed steps.\n"
+        "Threads: OMP_NUM_THREADS.\n"
+        "  --steps 3, --warmup 1, --peak-seconds 0.3, --seed 1, --precision fp32\n"
+        "  --profile      time per op class / GEMM shape over the timed steps (a table)\n"
         "  --print-clock  print the CLOCK_MONOTONIC window of the timed steps to stderr\n"
         "                 (for `perf record -k CLOCK_MONOTONIC` + `perf report --time`)\n");
     return 0;
   }
   a.finish({"--preset", "--seq", "--batch", "--steps", "--warmup", "--optimizer",
-            "--peak-seconds", "--seed", "--json", "--print-clock"});
+            "--peak-seconds", "--seed", "--json", "--print-clock", "--precision", "--profile"});
   const std::string name = a.require("--preset");
   const int64_t S = a.get_int("--seq", 2048), B = a.get_int("--batch", 1);
   const int64_t steps = a.get_int("--steps", 3), warmup = a.get_int("--warmup", 1);
   const double peak_s = a.get_double("--peak-seconds", 0.3);
   const uint64_t seed = uint64_t(a.get_int("--seed", 1));
   const bool use_opt = a.has("--optimizer"), json = a.has("--json");
-  const bool print_clock = a.has("--print-clock");
+  const bool print_clock = a.has("--print-clock"), profile = a.has("--profile");
+  olmo::train::Config pc;
+  pc.model.precision = a.get("--precision", "fp32");
+  pc.origin["model.precision"] = "--precision";
+  const auto choice = olmo::train::choose_precision(pc);
+  const bool bf16 = choice.precision == Precision::bf16_mixed;
   OLMO_CHECK(S > 0, "--seq must be positive, got ", S);
   OLMO_CHECK(B > 0, "--batch must be positive, got ", B);
   OLMO_CHECK(steps > 0, "--steps must be positive, got ", steps);
@@ -95,6 +109,7 @@ int run_step(int argc, char** argv) {
   OLMO_CHECK(peak_s > 0, "--peak-seconds must be positive");
 
   ModelConfig cfg = preset(name, true);
+  cfg.precision = choice.precision;
   OLMO_CHECK(S <= cfg.max_seq_len, "--seq ", S, " exceeds max_seq_len ", cfg.max_seq_len,
              " of preset '", name, "'");
   Olmo3 m(cfg);
@@ -126,6 +141,11 @@ int run_step(int argc, char** argv) {
     if (opt) opt->step(m.params(), m.grads(), 3e-4);
   }
   const double peak_before = olmo::kernels::measure_fp32_peak_gflops(peak_s);
+  const double bpeak_before = olmo::kernels::measure_bf16_peak_gflops(peak_s, 0);
+  if (profile) {
+    olmo::profile::enable(true);
+    olmo::profile::reset();
+  }
   std::vector<double> t_fb, t_opt;
   const double cpu0 = cpu_seconds(), wall0 = now_seconds();
   if (print_clock) std::fprintf(stderr, "timed steps begin at monotonic %.6f\n", wall0);
@@ -140,12 +160,16 @@ int run_step(int argc, char** argv) {
     }
   }
   const double wall1 = now_seconds();
+  olmo::profile::enable(false);
   if (print_clock) std::fprintf(stderr, "timed steps end at monotonic %.6f\n", wall1);
   // Share of the timed wall time our threads actually ran: well below 1 means the (shared)
   // machine was busy with other work and the figures understate the code.
   const double cpu_util = (cpu_seconds() - cpu0) / ((wall1 - wall0) * omp_get_max_threads());
   const double peak_after = olmo::kernels::measure_fp32_peak_gflops(peak_s);
-  const double peak = 0.5 * (peak_before + peak_after);
+  const double bpeak_after = olmo::kernels::measure_bf16_peak_gflops(peak_s, 0);
+  const double fpeak = 0.5 * (peak_before + peak_after), bpeak = 0.5 * (bpeak_before + bpeak_after);
+  OLMO_CHECK(!bf16 || bpeak > 0, "bench step: bf16_mixed but the bf16 peak probe returned 0");
+  const double peak = bf16 ? bpeak : fpeak;  // the precision the matmuls run in
 
   auto mean = [](const std::vector<double>& v) {
     double s = 0;
@@ -173,10 +197,17 @@ int run_step(int argc, char** argv) {
     j["fwd_bwd_seconds_mean"] = fb_s;
     j["tokens_per_second"] = tps;
     j["gflops"] = gflops;
-    j["peak_gflops_before"] = peak_before;
-    j["peak_gflops_after"] = peak_after;
-    j["peak_gflops"] = peak;
+    j["precision"] = olmo::model::precision_name(cfg.precision);
+    j["precision_why"] = choice.why;
+    j["peak_fp32_gflops_before"] = peak_before;
+    j["peak_fp32_gflops_after"] = peak_after;
+    j["peak_fp32_gflops"] = fpeak;
+    j["peak_bf16_gflops_before"] = bpeak_before;
+    j["peak_bf16_gflops_after"] = bpeak_after;
+    j["peak_bf16_gflops"] = bpeak;
+    j["peak_gflops"] = peak;  // the one MFU is against
     j["mfu"] = mfu;
+    j["mfu_vs_fp32_peak"] = gflops / fpeak;
     j["cpu_utilisation"] = cpu_util;
     j["loss"] = loss;
     if (opt) {
@@ -194,9 +225,14 @@ int run_step(int argc, char** argv) {
                 fb_s, best_fb, (long long)steps, loss);
     std::printf("  tokens/s         %.1f\n", tps);
     std::printf("  GFLOP/s          %.1f\n", gflops);
-    std::printf("  peak GFLOP/s     %.1f before, %.1f after (mean %.1f)\n", peak_before,
-                peak_after, peak);
-    std::printf("  MFU              %.1f%%\n", 100 * mfu);
+    std::printf("  precision        %s (%s)\n", olmo::model::precision_name(cfg.precision),
+                choice.why.c_str());
+    std::printf("  fp32 peak GFLOP/s %.1f before, %.1f after (mean %.1f)%s\n", peak_before,
+                peak_after, fpeak, bf16 ? "" : "  <- MFU");
+    std::printf("  bf16 peak GFLOP/s %.1f before, %.1f after (mean %.1f)%s\n", bpeak_before,
+                bpeak_after, bpeak, bf16 ? "  <- MFU" : "");
+    std::printf("  MFU              %.1f%% (against the %s peak)\n", 100 * mfu,
+                bf16 ? "bf16" : "fp32");
     std::printf("  CPU utilisation  %.0f%% of %d threads x wall during the timed steps\n",
                 100 * cpu_util, omp_get_max_threads());
     if (opt) {
@@ -204,6 +240,15 @@ int run_step(int argc, char** argv) {
       std::printf("  full step        %.3f s, %.1f tokens/s, MFU %.1f%%\n", full_s, full_tps,
                   100 * full_mfu);
     }
+  }
+  if (profile) {
+    // Over the timed steps (fwd+bwd, and AdamW with --optimizer); to stderr under --json.
+    double total = 0;
+    for (double t : t_fb) total += t;
+    for (double t : t_opt) total += t;
+    std::fprintf(json ? stderr : stdout, "profile (%s, per step, %lld timed steps):\n%s",
+                 olmo::model::precision_name(cfg.precision), (long long)steps,
+                 olmo::profile::table(total, steps).c_str());
   }
   return 0;
 }

@@ -5,7 +5,7 @@
 
 #include "args.h"
 #include "command.h"
-#include "data/corpus.h"
+#include "corpus/corpus.h"
 
 namespace {
 
@@ -26,14 +26,14 @@ int corpus_main(int argc, char** argv) {
   if (pos[0] == "verify") {
     a.finish({});
     OLMO_CHECK(pos.size() == 2, "corpus verify: expected one DIR");
-    olmo::data::verify_corpus(pos[1]);
+    olmo::corpus::verify_corpus(pos[1]);
     std::printf("%s: MANIFEST.json matches every file\n", pos[1].c_str());
     return 0;
   }
   OLMO_CHECK(pos[0] == "build", "corpus: unknown action '", pos[0], "' (build or verify)");
   a.finish({"--go-cap-mb", "--ood-cap-mb", "--shards", "--seed", "--work", "--keep-unpacked"});
   OLMO_CHECK(pos.size() == 2, "corpus build: expected one DIR");
-  olmo::data::CorpusOptions o;
+  olmo::corpus::CorpusOptions o;
   o.out_dir = pos[1];
   o.work_dir = a.get("--work");
   double go = a.get_double("--go-cap-mb", 20), ood = a.get_double("--ood-cap-mb", 2);
@@ -44,7 +44,7 @@ int corpus_main(int argc, char** argv) {
   OLMO_CHECK(o.shards >= 1 && o.shards <= 10000, "corpus build: --shards must be in [1, 10000]");
   o.seed = uint64_t(a.get_int("--seed", (long long)o.seed));
   o.keep_unpacked = a.has("--keep-unpacked");
-  olmo::data::build_corpus(o);
+  olmo::corpus::build_corpus(o);
   return 0;
 }
 

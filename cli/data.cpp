@@ -44,8 +44,8 @@ std::vector<std::string> dataset_paths(const Args& a) {
 
 od::FslOptions options(const Args& a) {
   od::FslOptions o;
-  o.eos_id = static_cast<uint32_t>(a.get_int("--eos", od::kDolma2Eos));
-  o.pad_id = static_cast<uint32_t>(a.get_int("--pad", od::kDolma2Pad));
+  o.eos_id = static_cast<uint32_t>(a.get_int("--eos", olmo::kDolma2Eos));
+  o.pad_id = static_cast<uint32_t>(a.get_int("--pad", olmo::kDolma2Pad));
   return o;
 }
 
@@ -69,7 +69,7 @@ int info(const Args& a) {
   a.finish({"--mix", "--data-root", "--tokenizer-id", "--seq-len", "--global-batch", "--vocab",
             "--eos", "--pad"});
   od::FslDataset ds(dataset_paths(a), a.get_int("--seq-len", 8192),
-                    static_cast<uint32_t>(a.get_int("--vocab", od::kDolma2Vocab)), options(a));
+                    static_cast<uint32_t>(a.get_int("--vocab", olmo::kDolma2VocabSize)), options(a));
   std::printf("files %zu\ninstances %lld\ntokens %lld\nfingerprint %s\n", ds.paths().size(),
               (long long)ds.size(), (long long)ds.num_tokens(), ds.fingerprint().c_str());
   if (a.has("--global-batch"))
@@ -83,7 +83,7 @@ int batches(const Args& a) {
             "--ignore-fingerprint", "--resume-batch", "--state-out", "--out-tokens", "--out-jsonl",
             "--doc-lens", "--vocab", "--eos", "--pad"});
   od::FslDataset ds(dataset_paths(a), a.get_int("--seq-len", 8192),
-                    static_cast<uint32_t>(a.get_int("--vocab", od::kDolma2Vocab)), options(a));
+                    static_cast<uint32_t>(a.get_int("--vocab", olmo::kDolma2VocabSize)), options(a));
   int64_t gb = a.get_int("--global-batch", 1);
   if (a.has("--state-in") && a.has("--resume-batch")) gb = a.get_int("--resume-batch", gb);
   od::DataLoader dl(ds, gb, std::stoull(a.get("--seed", "0")), (int)a.get_int("--rank", 0),
@@ -119,7 +119,7 @@ int eval(const Args& a) {
   a.finish({"--mix", "--data-root", "--tokenizer-id", "--seq-len", "--out-tokens", "--out-targets",
             "--vocab", "--eos", "--pad"});
   od::EvalDataset ds(dataset_paths(a), a.get_int("--seq-len", 8192),
-                     static_cast<uint32_t>(a.get_int("--vocab", od::kDolma2Vocab)), options(a));
+                     static_cast<uint32_t>(a.get_int("--vocab", olmo::kDolma2VocabSize)), options(a));
   const int64_t T = ds.seq_len();
   std::vector<int32_t> ids(T), tg(T);
   std::ofstream ft(a.require("--out-tokens"), std::ios::binary), fy;

@@ -54,7 +54,7 @@ int run_evaluate_suites(int argc, char** argv) {
   OLMO_CHECK(fs::exists(dir), dir, ": model directory not found");
   auto m = olmo::train::load_model_for_inference(dir);
   if (a.has("--save-hf")) olmo::model::save_hf(*m, a.get("--save-hf"));
-  auto tok = olmo::data::Tokenizer::load(a.get("--tokenizer", olmo::data::Tokenizer::default_path()));
+  auto tok = olmo::tokenizer::Tokenizer::load(a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path()));
 
   std::vector<json> out;
   for (const std::string& path : a.positional()) {

@@ -14,9 +14,9 @@
 #include "args.h"
 #include "command.h"
 #include "core/error.h"
-#include "data/bpe.h"
-#include "data/pretokenize.h"
-#include "data/tokenizer.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/tokenizer.h"
 #include "model/hf_export.h"
 #include "train/config.h"
 #include "train/model_setup.h"
@@ -60,15 +60,15 @@ void check_complete(const std::string& path) {
              "running); export a complete checkpoint or the run dir (its newest complete one)");
 }
 
-model::HfTokenizerSpec dolma2_spec(const data::Tokenizer& tok) {
+model::HfTokenizerSpec dolma2_spec(const tokenizer::Tokenizer& tok) {
   model::HfTokenizerSpec s;
-  const data::BpeModel& bpe = tok.bpe();
+  const tokenizer::BpeModel& bpe = tok.bpe();
   s.tokens.resize(bpe.size());
   for (uint32_t id = 0; id < bpe.size(); ++id)
     if (bpe.is_token(id)) s.tokens[id] = std::string(bpe.token_bytes(id));
-  for (const std::string& sp : data::dolma2_specials()) {
+  for (const std::string& sp : tokenizer::dolma2_specials()) {
     uint32_t id = tok.special_id(sp);
-    if (id != data::kNoToken) s.specials.emplace_back(sp, id);
+    if (id != tokenizer::kNoToken) s.specials.emplace_back(sp, id);
   }
   s.pattern = tok.pretokenizer().pattern();
   s.eos_id = tok.eos_id();
@@ -113,11 +113,11 @@ int run_export(int argc, char** argv) {
   model::HfExportOptions opt;
   opt.overwrite = a.has("--force");
   if (a.has("--max-shard-size")) opt.max_shard_bytes = parse_size(a.get("--max-shard-size"));
-  std::unique_ptr<data::Tokenizer> tok;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
   model::HfTokenizerSpec spec;
   if (!a.has("--no-tokenizer")) {
-    tok = std::make_unique<data::Tokenizer>(
-        data::Tokenizer::load(a.get("--tokenizer", data::Tokenizer::default_path())));
+    tok = std::make_unique<tokenizer::Tokenizer>(
+        tokenizer::Tokenizer::load(a.get("--tokenizer", tokenizer::Tokenizer::default_path())));
     if (int64_t(tok->vocab_size()) <= m->config().vocab_size) {
       spec = dolma2_spec(*tok);
       opt.tokenizer = &spec;

@@ -19,7 +19,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "eval/generate.h"
 #include "train/trainer.h"
 
@@ -83,17 +83,17 @@ int run_generate(int argc, char** argv) {
 
   auto m = train::load_model_for_inference(a.positional()[0]);
   const int64_t V = m->config().vocab_size;
-  std::unique_ptr<data::Tokenizer> tok;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<std::vector<uint32_t>> prompts;
   if (a.has("--prompt-ids")) {
     auto lines = read_lines(a.get("--prompt-ids"));
     for (size_t i = 0; i < lines.size(); ++i)
       prompts.push_back(parse_ids(lines[i], a.get("--prompt-ids") + ":" + std::to_string(i + 1)));
     if (a.has("--tokenizer"))
-      tok = std::make_unique<data::Tokenizer>(data::Tokenizer::load(a.get("--tokenizer")));
+      tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(a.get("--tokenizer")));
   } else {
-    tok = std::make_unique<data::Tokenizer>(
-        data::Tokenizer::load(a.get("--tokenizer", data::Tokenizer::default_path())));
+    tok = std::make_unique<tokenizer::Tokenizer>(
+        tokenizer::Tokenizer::load(a.get("--tokenizer", tokenizer::Tokenizer::default_path())));
     std::vector<std::string> texts =
         a.has("--prompt") ? std::vector<std::string>{a.get("--prompt")} : read_lines(a.get("--prompts"));
     for (size_t i = 0; i < texts.size(); ++i) {

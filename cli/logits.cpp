@@ -18,36 +18,14 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "data/token_lines.h"
 #include "model/hf_io.h"
 #include "model/safetensors.h"
 
 namespace {
 
 std::vector<std::vector<int32_t>> read_tokens(const std::string& path, int64_t V) {
-  OLMO_CHECK(olmo::file_exists(path), path, ": token file not found");
-  std::istringstream in(olmo::read_file(path));
-  std::vector<std::vector<int32_t>> seqs;
-  std::string line, w;
-  for (int64_t ln = 1; std::getline(in, line); ++ln) {
-    std::istringstream ls(line);
-    std::vector<int32_t> s;
-    while (ls >> w) {
-      size_t used = 0;
-      long long v = -1;
-      try {
-        v = std::stoll(w, &used);
-      } catch (...) {
-        used = 0;
-      }
-      OLMO_CHECK(used == w.size(), path, ":", ln, ": '", w, "' is not a token id");
-      OLMO_CHECK(v >= 0 && v < V, path, ":", ln, ": token id ", v, " outside the vocabulary [0, ",
-                 V, ")");
-      s.push_back(int32_t(v));
-    }
-    if (!s.empty()) seqs.push_back(std::move(s));
-  }
-  OLMO_CHECK(!seqs.empty(), path, ": no token sequences");
-  return seqs;
+  return olmo::data::read_token_lines(path, V);
 }
 
 int run_logits(int argc, char** argv) {
@@ -83,7 +61,7 @@ int run_logits(int argc, char** argv) {
                  "sequence 1 has ", T, " tokens, sequence ", i + 1, " has ", seqs[i].size());
       for (int64_t t = 0; t < T; ++t) {
         ids.push_back(seqs[i][t]);
-        tgt.push_back(t + 1 < T ? seqs[i][t + 1] : olmo::kernels::kIgnoreIndex);
+        tgt.push_back(t + 1 < T ? seqs[i][t + 1] : olmo::kIgnoreIndex);
       }
     }
     const float z = float(a.get_double("--z-loss", 0.0));
@@ -102,7 +80,7 @@ int run_logits(int argc, char** argv) {
   if (loss) {
     for (size_t i = 0; i < seqs.size(); ++i) {
       const auto& s = seqs[i];
-      std::vector<int32_t> tgt(s.size(), olmo::kernels::kIgnoreIndex);
+      std::vector<int32_t> tgt(s.size(), olmo::kIgnoreIndex);
       for (size_t t = 0; t + 1 < s.size(); ++t) tgt[t] = s[t + 1];
       auto r = m.forward_loss(s.data(), tgt.data(), nullptr, 1, int64_t(s.size()), 0.0f);
       if (r.count == 0)

@@ -7,8 +7,8 @@
 
 #include "args.h"
 #include "command.h"
-#include "data/prepare.h"
-#include "data/tokenizer.h"
+#include "corpus/prepare.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
@@ -22,12 +22,12 @@ int prepare_main(int argc, char** argv) {
         "other file = one plain-text document, a directory = its files in sorted order.\n"
         "Writes OUTDIR/part-NNNNN.npy (little-endian uint32 ids, EOS %u after each document),\n"
         "OUTDIR/part-NNNNN.csv.gz (start,end,id per document) and OUTDIR/prepare.json.\n",
-        olmo::data::kDolma2FirstSpecial + 1);
+        olmo::kDolma2FirstSpecial + 1);
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--out", "--tokenizer", "--threads", "--skip-bad-lines", "--max-tokens-per-file",
             "--no-progress"});
-  olmo::data::PrepareOptions o;
+  olmo::corpus::PrepareOptions o;
   o.out_dir = a.require("--out");
   long long th = a.get_int("--threads", 0);
   OLMO_CHECK(th >= 0 && th <= 1024, "prepare: --threads must be in [0, 1024], got ", th);
@@ -37,9 +37,9 @@ int prepare_main(int argc, char** argv) {
   OLMO_CHECK(mt > 0, "prepare: --max-tokens-per-file must be > 0, got ", mt);
   o.max_tokens_per_file = uint64_t(mt);
   o.progress = !a.has("--no-progress");
-  std::string tok_path = a.get("--tokenizer", olmo::data::Tokenizer::default_path());
-  auto tok = olmo::data::Tokenizer::load(tok_path);
-  auto st = olmo::data::prepare(a.positional(), olmo::data::encoder_of(tok), o);
+  std::string tok_path = a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path());
+  auto tok = olmo::tokenizer::Tokenizer::load(tok_path);
+  auto st = olmo::corpus::prepare(a.positional(), olmo::corpus::encoder_of(tok), o);
   std::printf("prepared %llu docs, %llu tokens (EOS included) into %zu file(s) in %s (%.1f s)\n",
               (unsigned long long)st.docs, (unsigned long long)st.tokens, st.files.size(),
               o.out_dir.c_str(), st.seconds);

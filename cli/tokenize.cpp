@@ -15,11 +15,11 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/timer.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 
-int bench(const olmo::data::Tokenizer& tok, const std::string& data, int repeat) {
+int bench(const olmo::tokenizer::Tokenizer& tok, const std::string& data, int repeat) {
   double best = 1e30;
   size_t n_tokens = 0;
   std::vector<uint32_t> ids;
@@ -36,7 +36,7 @@ int bench(const olmo::data::Tokenizer& tok, const std::string& data, int repeat)
 }
 
 // "12 7 100257" -> ids; errors name in:line.
-void parse_ids(std::string_view l, const olmo::data::Tokenizer& tok, const std::string& in,
+void parse_ids(std::string_view l, const olmo::tokenizer::Tokenizer& tok, const std::string& in,
                size_t line, std::vector<uint32_t>& ids) {
   size_t i = 0;
   auto sep = [&](size_t k) { return l[k] == ' ' || l[k] == '\t' || l[k] == '\r'; };
@@ -76,7 +76,7 @@ int run_tokenize(int argc, char** argv) {
   a.finish({"--tokenizer", "--decode", "--bench", "--repeat", "--jsonl"});
   OLMO_CHECK(a.positional().size() == 1, "tokenize: expected exactly one input FILE");
   const std::string in = a.positional()[0];
-  auto tok = olmo::data::Tokenizer::load(a.get("--tokenizer", olmo::data::Tokenizer::default_path()));
+  auto tok = olmo::tokenizer::Tokenizer::load(a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path()));
   std::string data;
   if (in == "-") {
     data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());

@@ -2,7 +2,7 @@
 """Builds the held-out benchmark suites in evalsets/ from the demo corpus (stdlib only).
 
 Both suites come from text the model never trains on (`olmo corpus build` writes it to
-data/corpus; see src/data/corpus.h):
+data/corpus; see src/corpus/corpus.h):
   gcide_def     GCIDE headword -> definition, 4 choices: the entry's own first definition and
                 3 first definitions of other entries of the same part of speech.
                 Source: val_ood_gcide.jsonl (dictionary entries; training never sees GCIDE).

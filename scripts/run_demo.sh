@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The main job's training half (`make demo` runs it after `make corpus`): trains
 # configs/demo.yaml into runs/demo (resuming if a checkpoint is there), evaluating both held-out
-# sets before, during and after training; draws the loss plot; prints a greedy continuation of
-# a prompt from the trained model; then a summary (held-out loss at start/end, tokens/s, MFU).
+# sets before, during and after training; draws the loss plot; prints a greedy and a sampled
+# (temperature / top-p) continuation of a prompt from the trained model; then a summary
+# (held-out loss at start/end, tokens/s, MFU).
 # usage: scripts/run_demo.sh [key=value ...]   (overrides for configs/demo.yaml)
-# env: OLMO_BIN (default build/olmo), DEMO_PROMPT, DEMO_TOKENS.
+# env: OLMO_BIN (default build/olmo), DEMO_PROMPT, DEMO_TOKENS, DEMO_TEMPERATURE (0.8),
+#      DEMO_TOP_P (0.95), DEMO_SEED (1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${OLMO_BIN:-build/olmo}
@@ -24,7 +26,10 @@ echo "[demo] training configs/demo.yaml -> $RUN"
 echo "[demo] loss plot"
 PLOT=$("$BIN" plot "$RUN")
 echo "[demo] greedy continuation"
-"$BIN" generate "$RUN" --prompt "$PROMPT" --tokens "${DEMO_TOKENS:-24}"
+"$BIN" generate "$RUN" --prompt "$PROMPT" --tokens "${DEMO_TOKENS:-32}"
+echo "[demo] sampled continuation (temperature ${DEMO_TEMPERATURE:-0.8}, top-p ${DEMO_TOP_P:-0.95})"
+"$BIN" generate "$RUN" --prompt "$PROMPT" --tokens "${DEMO_TOKENS:-32}" \
+  --temperature "${DEMO_TEMPERATURE:-0.8}" --top-p "${DEMO_TOP_P:-0.95}" --seed "${DEMO_SEED:-1}"
 "$PY" - "$RUN" "$PLOT" <<'PYEOF'
 import json, sys
 run, plot = sys.argv[1], sys.argv[2]
@@ -48,7 +53,7 @@ if train:
     mfu = sum(r["mfu"] for r in steady) / len(steady)
     print(f"  train loss step {train[0]['step']}: {train[0]['loss']:.4f} -> step {train[-1]['step']}: "
           f"{train[-1]['loss']:.4f}")
-    print(f"  throughput {toks / secs:.0f} tokens/s, mean MFU {mfu:.1f}% of the measured fp32 peak "
-          f"(steps 2..{train[-1]['step']})")
+    print(f"  throughput {toks / secs:.0f} tokens/s, mean MFU {mfu:.1f}% of the peak of the matmul "
+          f"precision measured during the run (steps 2..{train[-1]['step']})")
 print(f"  plot: {plot}")
 PYEOF

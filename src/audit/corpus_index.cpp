@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
-#include "data/prepare.h"
+#include "corpus/prepare.h"
 
 namespace fs = std::filesystem;
 
@@ -89,8 +89,8 @@ DirIndex load_dir(const fs::path& dir, uint32_t vocab, bool with_ngrams) {
     Reader r{buf, p};
     r.magic("OLMONG13");
     uint32_t n = r.get<uint32_t>();
-    OLMO_CHECK(n == uint32_t(data::kNgram), p, ": n-grams of ", n, " tokens, expected ",
-               data::kNgram);
+    OLMO_CHECK(n == uint32_t(corpus::kNgram), p, ": n-grams of ", n, " tokens, expected ",
+               corpus::kNgram);
     d.sample = r.get<uint32_t>();
     uint64_t count = r.get<uint64_t>();
     OLMO_CHECK(buf.size() == 24 + count * 8, p, ": size does not match its ", count, " hashes");
@@ -184,7 +184,7 @@ std::vector<HeldoutDoc> contaminated_docs(const CorpusIndex& idx,
         d.tokens = len;
         d.file = path;
         d.offset = start;
-        uint64_t h = data::doc_hash(t + start, size_t(len));
+        uint64_t h = corpus::doc_hash(t + start, size_t(len));
         auto it = std::lower_bound(idx.docs.begin(), idx.docs.end(), h,
                                    [](const CorpusIndex::Doc& a, uint64_t x) { return a.hash < x; });
         if (it != idx.docs.end() && it->hash == h && it->tokens == uint32_t(len)) {
@@ -192,8 +192,8 @@ std::vector<HeldoutDoc> contaminated_docs(const CorpusIndex& idx,
           d.train_entry = idx.entries[it->entry];
         }
         if (idx.ngram_sample > 0)
-          for (int64_t k = start; k + data::kNgram <= i; ++k) {
-            uint64_t g = data::ngram_hash(t + k);
+          for (int64_t k = start; k + corpus::kNgram <= i; ++k) {
+            uint64_t g = corpus::ngram_hash(t + k);
             if (g % idx.ngram_sample) continue;
             ++d.grams;
             d.grams_in_train += std::binary_search(idx.ngrams.begin(), idx.ngrams.end(), g);

@@ -1,4 +1,4 @@
-// What `olmo prepare` wrote for the audit (data/prepare.h: token_counts.bin, docs.bin,
+// What `olmo prepare` wrote for the audit (corpus/prepare.h: token_counts.bin, docs.bin,
 // ngrams13.bin), gathered for the token files of a training mix, and the checks that use it:
 //   * the corpus's unigram distribution (the reference for the served-token check);
 //   * train / held-out contamination: a held-out document whose tokens equal a training

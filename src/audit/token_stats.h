@@ -1,6 +1,6 @@
 // Unigram token statistics for the data-loader audit: a dense histogram over the vocabulary,
 // its plug-in entropy (bits) and top-token shares, and the comparison of a served sample with
-// the corpus's own distribution (computed once by `olmo prepare`, see data/prepare.h).
+// the corpus's own distribution (computed once by `olmo prepare`, see corpus/prepare.h).
 // Cost: add() is one increment per token; entropy/top are O(vocab).
 #pragma once
 #include <cstdint>

@@ -57,7 +57,8 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   // Writes the tensor bytes now (no copy kept). local_shape defaults to global_shape, offset to
-  // zeros; the block must lie inside the global shape. Throws on I/O failure (names the file).
+  // zeros; the block must lie inside the global shape. Throws on I/O failure (names the file)
+  // and on a NaN/Inf in an f32/f64 tensor (names the tensor and element; nothing is written).
   void add_tensor(const std::string& name, const float* data, std::vector<int64_t> global_shape,
                   std::vector<int64_t> offset = {}, std::vector<int64_t> local_shape = {});
   void add_tensor(const std::string& name, const int64_t* data, std::vector<int64_t> global_shape,

@@ -22,6 +22,21 @@ namespace olmo::ckpt {
 
 using namespace detail;
 
+namespace {
+// Element count of a shape, or -1 when an extent is negative or the product exceeds int64.
+int64_t checked_numel(const std::vector<int64_t>& s) {
+  for (int64_t d : s)
+    if (d < 0) return -1;
+  if (std::find(s.begin(), s.end(), int64_t(0)) != s.end()) return 0;
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (n > INT64_MAX / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // Reader
 
@@ -76,20 +91,30 @@ CheckpointReader::CheckpointReader(const std::string& dir) : dir_(dir) {
       e.checksum = parse_hex64(t.at("checksum").get<std::string>(), where);
       OLMO_CHECK(e.offset.size() == e.global_shape.size() && e.local_shape.size() == e.global_shape.size(), where,
                  ": rank mismatch between global_shape, offset and local_shape");
-      for (size_t d = 0; d < e.global_shape.size(); ++d)
-        OLMO_CHECK(e.offset[d] >= 0 && e.local_shape[d] >= 0 && e.offset[d] + e.local_shape[d] <= e.global_shape[d],
+      for (size_t d = 0; d < e.global_shape.size(); ++d)  // (written so that nothing overflows)
+        OLMO_CHECK(e.global_shape[d] >= 0 && e.offset[d] >= 0 && e.local_shape[d] >= 0 &&
+                       e.offset[d] <= e.global_shape[d] && e.local_shape[d] <= e.global_shape[d] - e.offset[d],
                    where, ": block outside the global shape");
-      OLMO_CHECK(e.nbytes == static_cast<uint64_t>(numel_of(e.local_shape)) * dtype_size(e.dtype), where,
-                 ": nbytes ", e.nbytes, " does not match local shape ", shape_str(e.local_shape), " of ", dtype_name(e.dtype));
-      OLMO_CHECK(e.file.find('/') == std::string::npos && !e.file.empty(), where, ": bad file name '", e.file, "'");
+      OLMO_CHECK(checked_numel(e.global_shape) >= 0, where, ": global shape ", shape_str(e.global_shape),
+                 " has more elements than fit in 64 bits");
+      const int64_t lnumel = checked_numel(e.local_shape);
+      OLMO_CHECK(lnumel >= 0 && uint64_t(lnumel) <= UINT64_MAX / dtype_size(e.dtype) &&
+                     e.nbytes == uint64_t(lnumel) * dtype_size(e.dtype),
+                 where, ": nbytes ", e.nbytes, " does not match local shape ", shape_str(e.local_shape), " of ",
+                 dtype_name(e.dtype));
+      // Data files live inside the checkpoint dir: no path separators, no "." / "..", and a
+      // regular file (a symlink to a device such as /dev/zero is refused).
+      OLMO_CHECK(e.file.find('/') == std::string::npos && !e.file.empty() && e.file != "." && e.file != "..",
+                 where, ": bad file name '", e.file, "' (must be a plain file name inside the checkpoint)");
       const std::string fpath = cat(dir, "/", e.file);
       auto it = sizes.find(e.file);
       if (it == sizes.end()) {
         OLMO_CHECK(file_exists(fpath), fpath, ": missing (holds tensor '", e.name, "')");
+        OLMO_CHECK(fs::is_regular_file(fpath), fpath, ": not a regular file (holds tensor '", e.name, "')");
         it = sizes.emplace(e.file, file_size(fpath)).first;
       }
-      OLMO_CHECK(e.byte_offset + e.nbytes <= it->second, fpath, ": truncated: tensor '", e.name, "' needs bytes [",
-                 e.byte_offset, ", ", e.byte_offset + e.nbytes, ") but the file has ", it->second);
+      OLMO_CHECK(e.nbytes <= it->second && e.byte_offset <= it->second - e.nbytes, fpath, ": truncated: tensor '",
+                 e.name, "' needs ", e.nbytes, " bytes at offset ", e.byte_offset, " but the file has ", it->second);
       tensors_.push_back(std::move(e));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -102,7 +127,8 @@ void CheckpointReader::verify() const {
   for (const TensorEntry& t : tensors_) {
     auto& mf = maps[t.file];
     if (!mf) mf = std::make_unique<MappedFile>(cat(dir_, "/", t.file));
-    OLMO_CHECK(t.byte_offset + t.nbytes <= mf->size(), mf->path(), ": truncated: tensor '", t.name, "'");
+    OLMO_CHECK(t.nbytes <= mf->size() && t.byte_offset <= mf->size() - t.nbytes, mf->path(),
+               ": truncated: tensor '", t.name, "'");
     const uint64_t h = hash64(mf->data() + t.byte_offset, t.nbytes);
     OLMO_CHECK(h == t.checksum, mf->path(), ": checksum mismatch in tensor '", t.name, "' (index says ",
                hex64(t.checksum), ", data hashes to ", hex64(h), ")");
@@ -142,9 +168,24 @@ void CheckpointReader::read_slice(const std::string& name, DType dtype, void* ou
   OLMO_CHECK(offset.size() == rank && local_shape.size() == rank, where, ": requested block rank ", offset.size(),
              " but the tensor has rank ", rank);
   for (size_t d = 0; d < rank; ++d)
-    OLMO_CHECK(offset[d] >= 0 && local_shape[d] >= 0 && offset[d] + local_shape[d] <= gshape[d], where,
-               ": requested block ", shape_str(offset), "+", shape_str(local_shape), " outside global shape ",
+    OLMO_CHECK(offset[d] >= 0 && local_shape[d] >= 0 && offset[d] <= gshape[d] &&
+                   local_shape[d] <= gshape[d] - offset[d],
+               where, ": requested block ", shape_str(offset), "+", shape_str(local_shape), " outside global shape ",
                shape_str(gshape));
+  // Pieces must not overlap where they meet the request: overlapping pieces would count some
+  // elements twice and could hide a hole in the coverage check below.
+  for (size_t i = 0; i < pieces.size(); ++i)
+    for (size_t j = i + 1; j < pieces.size(); ++j) {
+      bool overlap = true;
+      for (size_t d = 0; d < rank && overlap; ++d) {
+        const int64_t lo = std::max({offset[d], pieces[i]->offset[d], pieces[j]->offset[d]});
+        const int64_t hi = std::min({offset[d] + local_shape[d], pieces[i]->offset[d] + pieces[i]->local_shape[d],
+                                     pieces[j]->offset[d] + pieces[j]->local_shape[d]});
+        overlap = lo < hi;
+      }
+      OLMO_CHECK(!overlap, where, ": stored pieces at ", shape_str(pieces[i]->offset), " and ",
+                 shape_str(pieces[j]->offset), " overlap");
+    }
   const size_t es = dtype_size(dtype);
   const int64_t want = numel_of(local_shape);
   int64_t copied = 0;
@@ -160,7 +201,8 @@ void CheckpointReader::read_slice(const std::string& name, DType dtype, void* ou
     }
     if (empty || p->nbytes == 0) continue;
     MappedFile mf(cat(dir_, "/", p->file));
-    OLMO_CHECK(p->byte_offset + p->nbytes <= mf.size(), mf.path(), ": truncated: tensor '", name, "'");
+    OLMO_CHECK(p->nbytes <= mf.size() && p->byte_offset <= mf.size() - p->nbytes, mf.path(),
+               ": truncated: tensor '", name, "'");
     const uint8_t* src = mf.data() + p->byte_offset;
     const uint64_t h = hash64(src, p->nbytes);
     OLMO_CHECK(h == p->checksum, mf.path(), ": checksum mismatch in tensor '", name, "' (index says ",

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -99,6 +100,16 @@ void CheckpointWriter::add_raw(const std::string& name, DType dtype, const void*
     OLMO_CHECK(!(t.name == name && t.offset == offset), where, ": added twice");
   const uint64_t nbytes = static_cast<uint64_t>(numel_of(local_shape)) * dtype_size(dtype);
   OLMO_CHECK(nbytes == 0 || data != nullptr, where, ": null data");
+  // A checkpoint must never carry a NaN/Inf (weights or optimizer moments): a poisoned state
+  // would become the newest "complete" one and every restart would resume from it.
+  auto refuse_nonfinite = [&](auto* v, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      OLMO_CHECK(std::isfinite(v[i]), where, " holds a non-finite value (", double(v[i]),
+                 " at element ", i, " of ", n, "): refusing to write a checkpoint with NaN/Inf "
+                 "weights or optimizer state; the earlier checkpoints are untouched");
+  };
+  if (dtype == DType::f32) refuse_nonfinite(static_cast<const float*>(data), nbytes / 4);
+  if (dtype == DType::f64) refuse_nonfinite(static_cast<const double*>(data), nbytes / 8);
   if (pos_ % kAlign) {
     static const char zeros[kAlign] = {0};
     write_bytes(zeros, kAlign - pos_ % kAlign);

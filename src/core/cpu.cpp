@@ -39,6 +39,14 @@ Isa active_isa() {
   return static_cast<Isa>(want < have ? want : have);
 }
 
+bool cpu_has_avx512_bf16() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return detected_isa() == Isa::avx512 && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+}
+
 void set_isa_override(Isa isa) { g_override = static_cast<int>(isa); }
 void clear_isa_override() { g_override = -1; }
 

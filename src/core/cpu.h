@@ -14,4 +14,8 @@ void set_isa_override(Isa);   // for tests: force a level (clamped to detected)
 void clear_isa_override();
 const char* isa_name(Isa);
 
+// AVX512_BF16 (VDPBF16PS, VCVTNE2PS2BF16) on a CPU whose detected level is AVX-512. Independent
+// of OLMO_ISA: a feature of the hardware, not a dispatch level.
+bool cpu_has_avx512_bf16();
+
 }  // namespace olmo

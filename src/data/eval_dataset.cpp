@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "data/sha256.h"
+#include "core/sha256.h"
 
 namespace olmo::data {
 

@@ -18,7 +18,7 @@ namespace olmo::data {
 
 class EvalDataset {
  public:
-  EvalDataset(std::vector<std::string> paths, int64_t seq_len, uint32_t vocab_size = kDolma2Vocab,
+  EvalDataset(std::vector<std::string> paths, int64_t seq_len, uint32_t vocab_size = kDolma2VocabSize,
               FslOptions opt = {});
 
   int64_t size() const { return static_cast<int64_t>(docs_.size()); }

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "data/doc_lengths.h"
-#include "data/sha256.h"
+#include "core/sha256.h"
 
 namespace olmo::data {
 

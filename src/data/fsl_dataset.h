@@ -18,12 +18,11 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "core/token_ids.h"
 #include "data/instance_source.h"
 
 namespace olmo::data {
 
-constexpr uint32_t kDolma2Vocab = 100278, kDolma2Eos = 100257, kDolma2Pad = 100277;
-constexpr int32_t kIgnoreIndex = -100;
 
 struct FslOptions {
   uint32_t eos_id = kDolma2Eos;
@@ -33,7 +32,7 @@ struct FslOptions {
 
 class FslDataset : public InstanceSource {
  public:
-  FslDataset(std::vector<std::string> paths, int64_t seq_len, uint32_t vocab_size = kDolma2Vocab,
+  FslDataset(std::vector<std::string> paths, int64_t seq_len, uint32_t vocab_size = kDolma2VocabSize,
              FslOptions opt = {});
 
   int64_t size() const override { return offsets_.back(); }  // number of instances

@@ -12,7 +12,7 @@
 #include "data/doc_lengths.h"
 #include "data/fsl_dataset.h"
 #include "data/py_random.h"
-#include "data/sha256.h"
+#include "core/sha256.h"
 
 namespace olmo::data {
 

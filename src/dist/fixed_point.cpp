@@ -1,11 +1,11 @@
 // Fixed-point conversions and accumulation (see fixed_point.h).
 #include "dist/fixed_point.h"
 
-#include "dist/fixed_point_kernels.h"
-#include "kernels/vec_dispatch.h"
-
 #include <cmath>
 #include <cstring>
+
+#include "dist/fixed_point_body.h"
+#include "kernels/dispatch.h"
 
 namespace olmo::dist {
 
@@ -91,20 +91,14 @@ float fixed_to_float(i128 v) {
 
 double fixed_to_double(i128 v) { return static_cast<double>(v) * 0x1p-64; }
 
-namespace isa_scalar {
-#define FX_VBYTES 16  // SSE2, the x86-64 baseline
-#include "dist/fixed_point_body.h"
-}  // namespace isa_scalar
-
 namespace {
 constexpr int64_t kGrain = 1 << 15;  // elements per thread at least
 }  // namespace
 
 bool accumulate_fixed(uint64_t* lo, uint64_t* hi, const float* x, size_t n) {
-  auto f = kernels::detail::pick(isa_scalar::fx_accumulate, isa_avx2::fx_accumulate,
-                                 isa_avx512::fx_accumulate);
+  auto f = OLMO_DISPATCH(fx_accumulate);
   uint32_t bad = 0;
-  kernels::detail::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
+  kernels::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
     const uint32_t b = f(lo + i0, hi + i0, x + i0, i1 - i0);
     if (b) __atomic_fetch_or(&bad, b, __ATOMIC_RELAXED);
   });
@@ -112,10 +106,9 @@ bool accumulate_fixed(uint64_t* lo, uint64_t* hi, const float* x, size_t n) {
 }
 
 bool convert_fixed(uint64_t* lo, uint64_t* hi, const float* x, size_t n) {
-  auto f = kernels::detail::pick(isa_scalar::fx_convert, isa_avx2::fx_convert,
-                                 isa_avx512::fx_convert);
+  auto f = OLMO_DISPATCH(fx_convert);
   uint32_t bad = 0;
-  kernels::detail::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
+  kernels::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
     const uint32_t b = f(lo + i0, hi + i0, x + i0, i1 - i0);
     if (b) __atomic_fetch_or(&bad, b, __ATOMIC_RELAXED);
   });
@@ -123,16 +116,15 @@ bool convert_fixed(uint64_t* lo, uint64_t* hi, const float* x, size_t n) {
 }
 
 void add_fixed(uint64_t* lo, uint64_t* hi, const uint64_t* lo2, const uint64_t* hi2, size_t n) {
-  auto f = kernels::detail::pick(isa_scalar::fx_add, isa_avx2::fx_add, isa_avx512::fx_add);
-  kernels::detail::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
+  auto f = OLMO_DISPATCH(fx_add);
+  kernels::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
     f(lo + i0, hi + i0, lo2 + i0, hi2 + i0, i1 - i0);
   });
 }
 
 void fixed_to_floats(float* out, const uint64_t* lo, const uint64_t* hi, size_t n) {
-  auto f = kernels::detail::pick(isa_scalar::fx_to_float, isa_avx2::fx_to_float,
-                                 isa_avx512::fx_to_float);
-  kernels::detail::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
+  auto f = OLMO_DISPATCH(fx_to_float);
+  kernels::parallel_blocks(int64_t(n), kGrain, 8, [&](int64_t i0, int64_t i1) {
     f(out + i0, lo + i0, hi + i0, i1 - i0);
   });
 }

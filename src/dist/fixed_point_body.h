@@ -1,21 +1,43 @@
-// Internal: bodies of the fixed-point kernels (fixed_point_kernels.h), included once per ISA
-// translation unit inside its namespace, after defining FX_VBYTES (vector width in bytes: 64 for
-// AVX-512, 32 for AVX2, 16 for the baseline). Written once over GCC vector extensions (u64v =
-// FX_VBYTES / 8 lanes of uint64): branch-free selects and clamped shifts, so every lane computes
-// exactly what the scalar float_to_fixed does. The last partial vector goes through a zero-padded
-// temporary. Only builtins here (no std:: templates: these TUs are compiled for other ISAs).
+// Internal: the bulk fixed-point kernels of dist/fixed_point.h on structure-of-arrays 128-bit
+// integers (value = hi * 2^64 + lo, two's complement, hi and lo in separate uint64 arrays, so
+// the loops vectorise). Written once over GCC vector extensions of OLMO_SIMD_BYTES bytes (the
+// SIMD width kernels/simd.h picks from the compiler flags: 64 AVX-512, 32 AVX2, 16 the SSE2
+// baseline; u64v = OLMO_SIMD_BYTES / 8 lanes of uint64) and stamped per ISA like every kernel
+// body: fixed_point.cpp (scalar/baseline copy), stamp_avx2.cpp, stamp_avx512.cpp; fixed_point.cpp
+// dispatches with OLMO_DISPATCH. Branch-free selects and clamped shifts, so every lane computes
+// exactly what the scalar float_to_fixed does: all ISAs give the same bits. The last partial
+// vector goes through a zero-padded temporary. Only builtins here (no std:: templates).
 //
 // float bits -> m * 2^sh with m = 24-bit mantissa (implicit bit), sh = exponent - 150 + 88:
 //   sh >= 64:       lo = 0,              hi = m << (sh - 64)
 //   0 <= sh < 64:   lo = m << sh,        hi = sh > 0 ? m >> (64 - sh) : 0
 //   sh < 0:         lo = round_half_even(m / 2^-sh), hi = 0      (sh >= -61 for every float)
 // then two's-complement negation for negative x and a 128-bit add with carry.
+#pragma once
+#include <stdint.h>
 
-typedef uint64_t u64v __attribute__((vector_size(FX_VBYTES)));
-typedef int64_t i64v __attribute__((vector_size(FX_VBYTES)));
-typedef uint32_t u32h __attribute__((vector_size(FX_VBYTES / 2)));
-typedef float f32h __attribute__((vector_size(FX_VBYTES / 2)));
-enum { kLanes = FX_VBYTES / 8 };
+#include "kernels/simd.h"
+
+#define OLMO_FIXED_BODY_DECLS                                                                    \
+  /* (lo, hi)[i] += round(x[i] * 2^88); returns nonzero if any |x| >= 2^28 or non-finite. */     \
+  uint32_t fx_accumulate(uint64_t* lo, uint64_t* hi, const float* x, int64_t n);                 \
+  /* (lo, hi)[i] = round(x[i] * 2^88); same flag. */                                             \
+  uint32_t fx_convert(uint64_t* lo, uint64_t* hi, const float* x, int64_t n);                    \
+  /* (lo, hi)[i] += (lo2, hi2)[i]. */                                                            \
+  void fx_add(uint64_t* lo, uint64_t* hi, const uint64_t* lo2, const uint64_t* hi2, int64_t n); \
+  /* out[i] = nearest float to (hi, lo)[i] * 2^-88 (one rounding). */                            \
+  void fx_to_float(float* out, const uint64_t* lo, const uint64_t* hi, int64_t n);
+
+namespace olmo::dist {
+OLMO_FOR_EACH_ISA(OLMO_FIXED_BODY_DECLS)
+
+namespace OLMO_ISA_NS {
+
+typedef uint64_t u64v __attribute__((vector_size(OLMO_SIMD_BYTES)));
+typedef int64_t i64v __attribute__((vector_size(OLMO_SIMD_BYTES)));
+typedef uint32_t u32h __attribute__((vector_size(OLMO_SIMD_BYTES / 2)));
+typedef float f32h __attribute__((vector_size(OLMO_SIMD_BYTES / 2)));
+enum { kLanes = OLMO_SIMD_BYTES / 8 };
 
 static inline u64v fx_sel(u64v mask, u64v a, u64v b) { return (a & mask) | (b & ~mask); }
 static inline u64v fx_mask(i64v cmp) { return (u64v)cmp; }  // lanes of all ones / zeros
@@ -167,3 +189,6 @@ void fx_to_float(float* out, const uint64_t* lo, const uint64_t* hi, int64_t n) 
     __builtin_memcpy(out + i, tout, (unsigned long)k * 4);
   }
 }
+
+}  // namespace OLMO_ISA_NS
+}  // namespace olmo::dist

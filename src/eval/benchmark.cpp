@@ -25,7 +25,7 @@ std::vector<SuiteItem> load_suite(const std::string& path, int64_t max_items) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(cat(at, "not valid JSON: ", e.what()));
     }
     OLMO_CHECK(j.is_object(), at, "a suite item must be a JSON object");
@@ -80,7 +80,7 @@ double continuation_loglik(model::Olmo3& m, const std::vector<int32_t>& prefix,
   std::vector<int32_t> seq(prefix.begin() + drop, prefix.end());
   seq.insert(seq.end(), cont.begin(), cont.end());
   const int64_t T = int64_t(seq.size()) - 1, first = int64_t(seq.size() - cont.size()) - 1;
-  std::vector<int32_t> tgt(T, kernels::kIgnoreIndex);
+  std::vector<int32_t> tgt(T, olmo::kIgnoreIndex);
   for (int64_t t = first; t < T; ++t) tgt[t] = seq[t + 1];
   kernels::LossSums s = m.forward_loss(seq.data(), tgt.data(), nullptr, 1, T, 0.0f);
   OLMO_CHECK(s.count == int64_t(cont.size()), "continuation_loglik: scored ", s.count,
@@ -148,7 +148,7 @@ static std::vector<int32_t> to_i32(const std::vector<uint32_t>& v) {
   return std::vector<int32_t>(v.begin(), v.end());
 }
 
-TokenizedItem tokenize_item(const SuiteItem& it, const data::Tokenizer& tok) {
+TokenizedItem tokenize_item(const SuiteItem& it, const tokenizer::Tokenizer& tok) {
   TokenizedItem t;
   t.id = it.id;
   t.gold = it.gold;
@@ -215,7 +215,7 @@ SuiteResult summarize(const std::string& name, std::vector<ItemScore> items) {
 }
 
 BenchmarkSuite::BenchmarkSuite(std::string name, const std::string& path,
-                               const data::Tokenizer& tok, int64_t max_items)
+                               const tokenizer::Tokenizer& tok, int64_t max_items)
     : name_(std::move(name)), path_(path) {
   try {
     for (const SuiteItem& it : load_suite(path, max_items)) {

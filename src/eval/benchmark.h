@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/olmo3.h"
 
 namespace olmo::eval {
@@ -66,7 +66,7 @@ struct TokenizedItem {
   std::vector<std::vector<int32_t>> choices;   // continuation tokens per choice
   std::vector<int64_t> chars, bytes;           // per choice
 };
-TokenizedItem tokenize_item(const SuiteItem& it, const data::Tokenizer& tok);
+TokenizedItem tokenize_item(const SuiteItem& it, const tokenizer::Tokenizer& tok);
 
 struct ChoiceScore {
   double ll = 0;
@@ -94,7 +94,7 @@ SuiteResult summarize(const std::string& name, std::vector<ItemScore> items);
 class BenchmarkSuite {
  public:
   // Throws naming the suite and the file.
-  BenchmarkSuite(std::string name, const std::string& path, const data::Tokenizer& tok,
+  BenchmarkSuite(std::string name, const std::string& path, const tokenizer::Tokenizer& tok,
                  int64_t max_items);
   // max_len 0 = the model's max_seq_len. Checks that every token id fits the model's vocab.
   SuiteResult run(model::Olmo3& m, int64_t max_len = 0) const;

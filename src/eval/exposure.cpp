@@ -19,7 +19,7 @@ std::vector<CanarySpec> load_canaries(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(cat(path, ": not valid JSON: ", e.what()));
   }
   OLMO_CHECK(j.is_array() && !j.empty(), path, ": expected a non-empty list of canaries");
@@ -102,13 +102,13 @@ double exposure_from_scores(double ll_canary, const std::vector<double>& ll_refs
   return std::log2(double(ll_refs.size() + 1)) - std::log2(double(r));
 }
 
-static std::vector<int32_t> encode_i32(const data::Tokenizer& tok, const std::string& s) {
+static std::vector<int32_t> encode_i32(const tokenizer::Tokenizer& tok, const std::string& s) {
   std::vector<int32_t> v;
   for (uint32_t x : tok.encode(s)) v.push_back(int32_t(x));
   return v;
 }
 
-ExposureEvaluator::ExposureEvaluator(const std::string& canaries_path, const data::Tokenizer& tok,
+ExposureEvaluator::ExposureEvaluator(const std::string& canaries_path, const tokenizer::Tokenizer& tok,
                                      int64_t candidates, int64_t per_count)
     : path_(canaries_path), candidates_(candidates) {
   OLMO_CHECK(candidates >= 2, canaries_path, ": exposure needs >= 2 candidates per canary, got ",

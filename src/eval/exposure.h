@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/olmo3.h"
 
 namespace olmo::eval {
@@ -63,7 +63,7 @@ struct ExposureResult {
 class ExposureEvaluator {
  public:
   // candidates = |R| (>= 2) per canary; per_count as take_per_count. Throws naming the file.
-  ExposureEvaluator(const std::string& canaries_path, const data::Tokenizer& tok,
+  ExposureEvaluator(const std::string& canaries_path, const tokenizer::Tokenizer& tok,
                     int64_t candidates, int64_t per_count);
   ExposureResult run(model::Olmo3& m) const;
   int64_t canaries() const { return int64_t(items_.size()); }

@@ -1,47 +1,38 @@
-// Attention entry points: validate the shape and dispatch to the tiled kernel of the active ISA
-// (attention_tiled.h; this file also compiles its baseline, one-lane copy).
+// Attention entry points: validate the shape, open the profiler scope and dispatch to the tiled
+// kernels of the active ISA (attention_body.h; its scalar copy is compiled here).
 #include "kernels/attention.h"
 
-#include "core/cpu.h"
-#include "kernels/attention_isa.h"
+#include "core/profile.h"
+#include "kernels/attention_body.h"
 #include "kernels/attention_mask.h"
-#include "kernels/attention_tiled.h"
+#include "kernels/dispatch.h"
 
 namespace olmo::kernels {
-namespace attn_detail::scalar {
-void forward(const AttnShape& s, const float* q, const float* k, const float* v,
-             const int32_t* doc_ids, float* out, float* lse) {
-  tiled_forward(s, q, k, v, doc_ids, out, lse);
+namespace {
+// FLOPs as model/flops.cpp counts them: 4 * hd per visible (query, key) pair and head forward,
+// twice that backward, visible pairs per sequence from the causal window alone
+// (avg_keys_attended; document masking is not subtracted).
+double attention_flops(const AttnShape& s) {
+  const double T = double(s.T), w = double(s.window);
+  const double pairs = s.window <= 0 || s.window >= s.T ? T * (T + 1) / 2
+                                                         : w * (w + 1) / 2 + (T - w) * w;
+  return 4.0 * double(s.B) * double(s.H) * double(s.hd) * pairs;
 }
-void backward(const AttnShape& s, const float* q, const float* k, const float* v,
-              const int32_t* doc_ids, const float* out, const float* lse, const float* dout,
-              float* dq, float* dk, float* dv) {
-  tiled_backward(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
-}
-}  // namespace attn_detail::scalar
+}  // namespace
 
 void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v,
                        const int32_t* doc_ids, float* out, float* lse) {
   check_attn_shape(s);
-  switch (active_isa()) {
-    case Isa::avx512: return attn_detail::avx512::forward(s, q, k, v, doc_ids, out, lse);
-    case Isa::avx2: return attn_detail::avx2::forward(s, q, k, v, doc_ids, out, lse);
-    default: return attn_detail::scalar::forward(s, q, k, v, doc_ids, out, lse);
-  }
+  OLMO_PROFILE("attention_fwd", attention_flops(s));
+  OLMO_DISPATCH(attention_fwd_tiled)(s, q, k, v, doc_ids, out, lse);
 }
 
 void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v,
                         const int32_t* doc_ids, const float* out, const float* lse,
                         const float* dout, float* dq, float* dk, float* dv) {
   check_attn_shape(s);
-  switch (active_isa()) {
-    case Isa::avx512:
-      return attn_detail::avx512::backward(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
-    case Isa::avx2:
-      return attn_detail::avx2::backward(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
-    default:
-      return attn_detail::scalar::backward(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
-  }
+  OLMO_PROFILE("attention_bwd", 2.0 * attention_flops(s));
+  OLMO_DISPATCH(attention_bwd_tiled)(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
 }
 
 }  // namespace olmo::kernels

@@ -1,11 +1,13 @@
-// Token embedding forward (row gather) and backward (deterministic scatter-add split by columns).
+// Token embedding forward (row gather) and backward (deterministic scatter-add split by columns;
+// the scatter-add is embedding_body.h, its scalar copy compiled here).
 #include "kernels/embedding.h"
 
 #include <cstring>
 
 #include "core/error.h"
-#include "kernels/vec_dispatch.h"
-#include "kernels/vec_kernels.h"
+#include "core/profile.h"
+#include "kernels/dispatch.h"
+#include "kernels/embedding_body.h"
 
 namespace olmo::kernels {
 
@@ -20,8 +22,9 @@ void check_ids(const int32_t* ids, int64_t N, int64_t V, const char* what) {
 void embedding_forward(const float* W, const int32_t* ids, int64_t N, int64_t D, float* out,
                        int64_t V) {
   check_ids(ids, N, V, "embedding_forward");
+  OLMO_PROFILE("embedding", 0);
   int64_t grain = D > 0 ? (16384 + D - 1) / D : N;
-  detail::parallel_blocks(N, grain, 1, [&](int64_t n0, int64_t n1) {
+  parallel_blocks(N, grain, 1, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n)
       std::memcpy(out + n * D, W + int64_t(ids[n]) * D, size_t(D) * sizeof(float));
   });
@@ -30,15 +33,14 @@ void embedding_forward(const float* W, const int32_t* ids, int64_t N, int64_t D,
 void embedding_backward(const float* dout, const int32_t* ids, int64_t N, int64_t D, float* dW,
                         int64_t V) {
   check_ids(ids, N, V, "embedding_backward");
-  auto add = detail::pick(isa_scalar::add_inplace, isa_avx2::add_inplace,
-                          isa_avx512::add_inplace);
+  OLMO_PROFILE("embedding", 0);
+  auto scatter = OLMO_DISPATCH(embedding_scatter_cols);
   // Each thread owns a column slice [d0, d1) of every row and walks the tokens in order, so
   // repeated ids never race and the summation order is fixed.
   const int64_t work = N * D;
   int64_t cols_grain = work > 0 ? (D * 16384 + work - 1) / work : D;
-  detail::parallel_blocks(D, cols_grain < 16 ? 16 : cols_grain, 16, [&](int64_t d0, int64_t d1) {
-    for (int64_t n = 0; n < N; ++n)
-      add(dW + int64_t(ids[n]) * D, dout + n * D, d0, d1);
+  parallel_blocks(D, cols_grain < 16 ? 16 : cols_grain, 16, [&](int64_t d0, int64_t d1) {
+    scatter(dW, dout, ids, N, D, d0, d1);
   });
 }
 

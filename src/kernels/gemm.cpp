@@ -1,30 +1,35 @@
-// oneDNN-backed gemm() and its reference. Primitives are created once per
-// (ta, tb, M, N, K, lds, alpha, beta != 0) and cached; oneDNN's own primitive cache would also
-// work, but keeping the primitive object avoids re-hashing descriptors on every call.
+// oneDNN-backed gemm() / gemm_bf16() and their references. Primitives are created once per
+// (input type, ta, tb, M, N, K, lds, alpha, beta != 0) and cached; oneDNN's own primitive cache
+// would also work, but keeping the primitive object avoids re-hashing descriptors on every call.
 #include "kernels/gemm.h"
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
+#include "core/profile.h"
+#include "core/timer.h"
 
 namespace olmo::kernels {
 namespace {
 
 struct Key {
-  bool ta, tb;
+  bool bf16, ta, tb;
   int64_t M, N, K, lda, ldb, ldc;
   float alpha, beta;
-  auto tie() const { return std::tie(ta, tb, M, N, K, lda, ldb, ldc, alpha, beta); }
+  auto tie() const { return std::tie(bf16, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta); }
   bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
 struct Prim {
   dnnl::matmul prim;
   dnnl::memory::desc a, b, c;
+  std::string impl;
 };
 
 dnnl::engine& engine() {
@@ -40,8 +45,9 @@ Prim& get_prim(const Key& k) {
   if (it != cache.end()) return it->second;
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
-  dnnl::memory::desc a(dims{k.M, k.K}, dt::f32, k.ta ? dims{1, k.lda} : dims{k.lda, 1});
-  dnnl::memory::desc b(dims{k.K, k.N}, dt::f32, k.tb ? dims{1, k.ldb} : dims{k.ldb, 1});
+  const dt in = k.bf16 ? dt::bf16 : dt::f32;
+  dnnl::memory::desc a(dims{k.M, k.K}, in, k.ta ? dims{1, k.lda} : dims{k.lda, 1});
+  dnnl::memory::desc b(dims{k.K, k.N}, in, k.tb ? dims{1, k.ldb} : dims{k.ldb, 1});
   dnnl::memory::desc c(dims{k.M, k.N}, dt::f32, dims{k.ldc, 1});
   dnnl::primitive_attr attr;
   if (k.alpha != 1.0f) attr.set_output_scales(0, {k.alpha});
@@ -52,14 +58,14 @@ Prim& get_prim(const Key& k) {
   }
   dnnl::matmul::desc d(a, b, c);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
-  Prim p{dnnl::matmul(pd), a, b, c};
+  Prim p{dnnl::matmul(pd), a, b, c, pd.impl_info_str()};
   return cache.emplace(k, std::move(p)).first->second;
 }
 
-}  // namespace
-
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
+// Shared body of gemm / gemm_bf16 (T = float or bf16_t).
+template <class T>
+void run(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
+         const T* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (!lda) lda = ta ? M : K;
   if (!ldb) ldb = tb ? K : N;
@@ -69,18 +75,19 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
   }
-  Key key{ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
+  Key key{bf16, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
   Prim& p = get_prim(key);
   static thread_local dnnl::stream stream(engine());
-  dnnl::memory ma(p.a, engine(), const_cast<float*>(A));
-  dnnl::memory mb(p.b, engine(), const_cast<float*>(B));
+  dnnl::memory ma(p.a, engine(), const_cast<T*>(A));
+  dnnl::memory mb(p.b, engine(), const_cast<T*>(B));
   dnnl::memory mc(p.c, engine(), C);
   p.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
   stream.wait();
 }
 
-void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-              const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
+template <class T, class Load>
+void run_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
+             const T* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc, Load ld) {
   if (!lda) lda = ta ? M : K;
   if (!ldb) ldb = tb ? K : N;
   if (!ldc) ldc = N;
@@ -88,13 +95,77 @@ void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, co
     for (int64_t j = 0; j < N; ++j) {
       double s = 0;
       for (int64_t p = 0; p < K; ++p) {
-        double a = ta ? A[p * lda + i] : A[i * lda + p];
-        double b = tb ? B[j * ldb + p] : B[p * ldb + j];
+        double a = ld(ta ? A[p * lda + i] : A[i * lda + p]);
+        double b = ld(tb ? B[j * ldb + p] : B[p * ldb + j]);
         s += a * b;
       }
       double prev = beta == 0.0f ? 0.0 : static_cast<double>(beta) * C[i * ldc + j];
       C[i * ldc + j] = static_cast<float>(alpha * s + prev);
     }
+}
+
+}  // namespace
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
+  OLMO_PROFILE_SHAPE("gemm", M, N, K, 2.0 * double(M) * double(N) * double(K));
+  run(false, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+}
+
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
+               const bf16_t* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
+  OLMO_PROFILE_SHAPE("gemm_bf16", M, N, K, 2.0 * double(M) * double(N) * double(K));
+  run(true, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+}
+
+void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+              const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
+  run_ref(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, [](float x) { return x; });
+}
+
+void gemm_bf16_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda,
+                   int64_t ldb, int64_t ldc) {
+  run_ref(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc,
+          [](bf16_t x) { return bf16_to_f32_ref(x); });
+}
+
+std::string gemm_impl(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  Key key{bf16, ta, tb, M, N, K, ta ? M : K, tb ? K : N, N, 1.0f, 0.0f};
+  return get_prim(key).impl;
+}
+
+GemmProbe probe_gemm_precisions(int64_t M, int64_t N, int64_t K, int reps) {
+  OLMO_CHECK(M > 0 && N > 0 && K > 0 && reps > 0, "probe_gemm_precisions: bad shape");
+  GemmProbe r{M, N, K, 0, 0, gemm_impl(false, false, true, M, N, K),
+              gemm_impl(true, false, true, M, N, K)};
+  std::vector<float> x(size_t(M * K)), w(size_t(N * K)), y(size_t(M * N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 17) - 8) * 0.01f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 13) - 6) * 0.01f;
+  std::vector<bf16_t> xb(x.size()), wb(w.size());
+  f32_to_bf16(x.data(), xb.data(), int64_t(x.size()));
+  f32_to_bf16(w.data(), wb.data(), int64_t(w.size()));
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  auto best = [&](auto&& call) {
+    call();  // untimed: primitive creation, first touch
+    double b = 1e30;
+    for (int i = 0; i < reps; ++i) {
+      const double t0 = now_seconds();
+      call();
+      b = std::min(b, now_seconds() - t0);
+    }
+    return flops / b * 1e-9;
+  };
+  // Interleaved twice so a burst of load on the shared machine does not favour one side.
+  for (int round = 0; round < 2; ++round) {
+    r.fp32_gflops = std::max(r.fp32_gflops, best([&] {
+      gemm(false, true, M, N, K, 1.0f, x.data(), w.data(), 0.0f, y.data());
+    }));
+    r.bf16_gflops = std::max(r.bf16_gflops, best([&] {
+      gemm_bf16(false, true, M, N, K, 1.0f, xb.data(), wb.data(), 0.0f, y.data());
+    }));
+  }
+  return r;
 }
 
 }  // namespace olmo::kernels

@@ -1,5 +1,8 @@
-// Single-precision GEMM for every linear layer, through oneDNN's matmul primitive (fp32, the
-// brgemm AVX-512 kernels; cached per shape), plus a slow reference for tests.
+// GEMM for every linear layer, through oneDNN's matmul primitive (the brgemm AVX-512 kernels;
+// primitives cached per shape), plus slow references for tests. Two input precisions:
+//   gemm       fp32 x fp32 -> fp32
+//   gemm_bf16  bf16 x bf16 -> fp32 (products exact in fp32, fp32 accumulation; beta = 1 adds
+//              into an fp32 C: how bf16_mixed accumulates weight gradients)
 //
 //   C[M,N] = alpha * op(A) @ op(B) + beta * C        (row-major)
 //   op(A) is [M,K]: A stored [M,K] (ta=false, lda >= K) or [K,M] (ta=true, lda >= M)
@@ -10,8 +13,12 @@
 //   backward data  dx = dy W:               gemm(false, false, N, in, out, 1, dy, W, 0, dx)
 //   backward weight dW += dy^T x:           gemm(true,  false, out, in, N, 1, dy, x, 1, dW)
 // Cost: 2*M*N*K flops. Threads: OpenMP (all threads of the current team size).
+// Profiler rows (core/profile.h): "gemm MxNxK" and "gemm_bf16 MxNxK".
 #pragma once
 #include <cstdint>
+#include <string>
+
+#include "kernels/bf16.h"
 
 namespace olmo::kernels {
 
@@ -19,9 +26,32 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
           const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
           int64_t ldc = 0);
 
-// Reference: triple loop with double accumulation. Same contract as gemm().
+// Same contract with bf16 A and B (bf16.h). Needs no bf16 hardware (oneDNN converts on CPUs
+// without AVX512_BF16, slowly); callers pick it only where cpu_has_bf16().
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
+               const bf16_t* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
+               int64_t ldc = 0);
+
+// References: triple loop with double accumulation. Same contracts.
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
               const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
               int64_t ldc = 0);
+void gemm_bf16_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda = 0,
+                   int64_t ldb = 0, int64_t ldc = 0);
+
+// oneDNN's implementation name for a tight-layout shape ("brg:avx512_core_bf16", ...).
+std::string gemm_impl(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K);
+
+// Start-up probe for `precision: auto`: best-of-`reps` GFLOP/s of the fp32 and the bf16 GEMM
+// at one forward shape Y[M,N] = X[M,K] W[N,K]^T (default: 2048 tokens, d_model 768 -> 2048,
+// an olmo3-190m MLP projection), after one untimed call each. ~0.1 s on 2 cores.
+struct GemmProbe {
+  int64_t M = 0, N = 0, K = 0;
+  double fp32_gflops = 0, bf16_gflops = 0;
+  std::string fp32_impl, bf16_impl;
+};
+GemmProbe probe_gemm_precisions(int64_t M = 2048, int64_t N = 2048, int64_t K = 768,
+                                int reps = 3);
 
 }  // namespace olmo::kernels

@@ -1,33 +1,25 @@
-// Fused, chunked LM head + cross-entropy + z-loss (contract in loss.h), and the scalar row
-// kernels. Per chunk of valid rows: gather x rows, logits = x_c W^T (oneDNN gemm), per-row lse and
-// in-place d/dlogits (ISA row kernels, OpenMP over rows), dx_c = dlogits W, dW += dlogits^T x_c.
-// Sums are accumulated per row and reduced in row order (deterministic).
+// Fused, chunked LM head + cross-entropy + z-loss (contract in loss.h). Per chunk of valid rows:
+// gather x rows, logits = x_c W^T (oneDNN gemm), per-row lse and in-place d/dlogits (the row
+// kernels of loss_body.h, whose scalar copy is compiled here; OpenMP over rows),
+// dx_c = dlogits W, dW += dlogits^T x_c. Sums are accumulated per row and reduced in row order
+// (deterministic). Profiler: the gemms are timed by gemm(), the row work as "loss".
 #include "kernels/loss.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "core/cpu.h"
 #include "core/error.h"
+#include "core/profile.h"
+#include "kernels/dispatch.h"
 #include "kernels/gemm.h"
-#include "kernels/loss_rows.h"
-#include "kernels/loss_rows_impl.h"
+#include "kernels/loss_body.h"
 
 namespace olmo::kernels {
-namespace loss_detail {
-RowKernels row_kernels_scalar() { return {loss_row_lse, loss_row_grad}; }
-}  // namespace loss_detail
-
-namespace {
-loss_detail::RowKernels active_row_kernels() {
-  switch (active_isa()) {
-    case Isa::avx512: return loss_detail::row_kernels_avx512();
-    case Isa::avx2: return loss_detail::row_kernels_avx2();
-    default: return loss_detail::row_kernels_scalar();
-  }
+float lm_row_lse(const float* z, int64_t V) { return OLMO_DISPATCH(loss_row_lse)(z, V); }
+void lm_row_grad(float* z, int64_t V, float lse, float a) {
+  OLMO_DISPATCH(loss_row_grad)(z, V, lse, a);
 }
-}  // namespace
 
 LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, int64_t N, int64_t D,
                       int64_t V, float z_coef, float grad_scale, float* dx, float* dW,
@@ -48,7 +40,8 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
   const int64_t nvalid = int64_t(rows.size());
   const int64_t C = std::max<int64_t>(1, std::min(chunk_rows, nvalid));
   const bool grad = dx || dW;
-  const auto rk = active_row_kernels();
+  const auto row_lse = OLMO_DISPATCH(loss_row_lse);
+  const auto row_grad = OLMO_DISPATCH(loss_row_grad);
 
   std::vector<float> xc(C * D), logits(C * V), dxc(dx ? C * D : 0);
   std::vector<double> ce(C), lz(C);
@@ -58,16 +51,19 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
     for (int64_t r0 = 0; r0 < c; ++r0)
       std::copy(x + rows[c0 + r0] * D, x + rows[c0 + r0] * D + D, xc.data() + r0 * D);
     gemm(false, true, c, V, D, 1.0f, xc.data(), W, 0.0f, logits.data());
+    {
+      OLMO_PROFILE("loss", 0);
 #pragma omp parallel for schedule(static)
-    for (int64_t r0 = 0; r0 < c; ++r0) {
-      float* z = logits.data() + r0 * V;
-      const int32_t t = targets[rows[c0 + r0]];
-      const float lse = rk.row_lse(z, V);
-      ce[r0] = double(lse) - double(z[t]);
-      lz[r0] = double(lse) * double(lse);
-      if (grad) {
-        rk.row_grad(z, V, lse, grad_scale * (1.0f + 2.0f * z_coef * lse));
-        z[t] -= grad_scale;
+      for (int64_t r0 = 0; r0 < c; ++r0) {
+        float* z = logits.data() + r0 * V;
+        const int32_t t = targets[rows[c0 + r0]];
+        const float lse = row_lse(z, V);
+        ce[r0] = double(lse) - double(z[t]);
+        lz[r0] = double(lse) * double(lse);
+        if (grad) {
+          row_grad(z, V, lse, grad_scale * (1.0f + 2.0f * z_coef * lse));
+          z[t] -= grad_scale;
+        }
       }
     }
     for (int64_t r0 = 0; r0 < c; ++r0) r.ce_sum += ce[r0], r.z_sum += lz[r0];

@@ -14,6 +14,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/token_ids.h"
+
 namespace olmo::kernels {
 
 struct LossSums {
@@ -21,13 +23,17 @@ struct LossSums {
   int64_t count = 0;
 };
 
-constexpr int32_t kIgnoreIndex = -100;
 
 // Targets outside [0, V) other than -100 -> olmo::Error naming the row and the value.
 // chunk_rows = 0 picks a size that keeps the logits tile <= ~64 MB.
 LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, int64_t N, int64_t D,
                       int64_t V, float z_coef, float grad_scale, float* dx, float* dW,
                       int64_t chunk_rows = 0);
+
+// The row pieces of lm_head_loss on the active ISA (shared with lm_head_loss_bf16, loss_bf16.h):
+// lm_row_lse(z, V) = log sum_v exp(z_v);  lm_row_grad(z, V, lse, a): z_v <- a * exp(z_v - lse).
+float lm_row_lse(const float* z, int64_t V);
+void lm_row_grad(float* z, int64_t V, float lse, float a);
 
 // Reference: full [N, V] logits in double, plain loops. T = float or double (double is what the
 // gradient check differentiates). Same contract as lm_head_loss.

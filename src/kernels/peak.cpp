@@ -1,5 +1,6 @@
-// fp32 FMA peak calibration: run the per-ISA FMA loop on all requested threads at once, in
-// passes of ~`seconds`/8, and report the best pass.
+// Peak calibration (peak.h): run a per-ISA register loop on all requested threads at once, in
+// passes of ~`seconds`/8, and report the best pass. The fp32 loop is peak_body.h (its scalar
+// copy is compiled here); the bf16 loop is peak_bf16_avx512bf16.cpp.
 #include "kernels/peak.h"
 
 #include <omp.h>
@@ -8,35 +9,19 @@
 
 #include "core/cpu.h"
 #include "core/timer.h"
+#include "kernels/dispatch.h"
+#include "kernels/peak_body.h"
 
 namespace olmo::kernels {
 
-// Per-ISA loops (peak_avx512.cpp, peak_avx2.cpp, scalar below): run `iters` iterations and
-// return the number of flops executed (the accumulators are folded into *sink).
-namespace isa_avx512 { double fma_loop(int64_t iters, float* sink); }
-namespace isa_avx2 { double fma_loop(int64_t iters, float* sink); }
-namespace isa_scalar {
-double fma_loop(int64_t iters, float* sink) {
-  // 8 independent chains; the baseline ISA has no FMA so this is mul + add (2 flops).
-  float a[8] = {1.0f, 1.001f, 1.002f, 1.003f, 1.004f, 1.005f, 1.006f, 1.007f};
-  const float m = 0.999999f, c = 1e-7f;
-  for (int64_t i = 0; i < iters; ++i)
-  {
-    for (int k = 0; k < 8; ++k) a[k] = a[k] * m + c;
-    __asm__ volatile("" : "+m"(a));  // keep all 8 chains (no merging, no closed form)
-  }
-  float s = 0;
-  for (float v : a) s += v;
-  *sink += s;
-  return double(iters) * 8 * 2;
+namespace isa_avx512bf16 {
+double bf16_peak_loop(int64_t iters, float* sink);
 }
-}  // namespace isa_scalar
 
-double measure_fp32_peak_gflops(double seconds, int threads) {
+namespace {
+// loop(iters, sink) returns the flops it executed.
+double best_pass_gflops(double (*loop)(int64_t, float*), double seconds, int threads) {
   if (threads <= 0) threads = omp_get_max_threads();
-  double (*loop)(int64_t, float*) = isa_scalar::fma_loop;
-  if (active_isa() == Isa::avx512) loop = isa_avx512::fma_loop;
-  else if (active_isa() == Isa::avx2) loop = isa_avx2::fma_loop;
   // Size one pass at ~seconds/8 (at least 2 ms) from a short single-thread probe.
   float sink = 0;
   int64_t iters = 1 << 12;
@@ -64,6 +49,16 @@ double measure_fp32_peak_gflops(double seconds, int threads) {
   }
   if (sink == 54321.0f) best += 1e-30;  // never true; defeats dead-code elimination
   return best;
+}
+}  // namespace
+
+double measure_fp32_peak_gflops(double seconds, int threads) {
+  return best_pass_gflops(OLMO_DISPATCH(fma_peak_loop), seconds, threads);
+}
+
+double measure_bf16_peak_gflops(double seconds, int threads) {
+  if (!cpu_has_avx512_bf16()) return 0;
+  return best_pass_gflops(isa_avx512bf16::bf16_peak_loop, seconds, threads);
 }
 
 }  // namespace olmo::kernels

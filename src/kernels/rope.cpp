@@ -1,33 +1,17 @@
 // RoPE tables (plain and YaRN, each with its reference library's fp32 rounding) and the
-// threaded, ISA-dispatched rotation.
-// Scalar kernel here; vector kernels in rope_avx2.cpp / rope_avx512.cpp.
+// threaded, ISA-dispatched rotation (the rotation itself is rope_body.h; its scalar copy is
+// compiled here).
 #include "kernels/rope.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
-#include "kernels/vec_dispatch.h"
-#include "kernels/vec_kernels.h"
+#include "core/profile.h"
+#include "kernels/dispatch.h"
+#include "kernels/rope_body.h"
 
 namespace olmo::kernels {
-
-namespace isa_scalar {
-void rope_heads(float* x, int64_t heads, int64_t hd, const float* cs, const float* sn,
-                float sign) {
-  const int64_t half = hd / 2;
-  for (int64_t h = 0; h < heads; ++h) {
-    float* v = x + h * hd;
-    for (int64_t j = 0; j < half; ++j) {
-      float c = cs[j], s = sign * sn[j];
-      float x1 = v[j], x2 = v[j + half];
-      float a = x1 * c, b = x2 * s, e = x2 * c, f = x1 * s;  // products rounded as in torch
-      v[j] = a - b;
-      v[j + half] = e + f;
-    }
-  }
-}
-}  // namespace isa_scalar
 
 namespace {
 void check_dims(int64_t max_pos, int64_t head_dim, double theta) {
@@ -176,11 +160,12 @@ void rope_apply(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const Rop
   OLMO_CHECK(T <= tab.max_pos, "rope: sequence length ", T, " exceeds the table's max_pos ",
              tab.max_pos);
   if (row_stride == 0) row_stride = H * hd;
-  auto fn = detail::pick(isa_scalar::rope_heads, isa_avx2::rope_heads, isa_avx512::rope_heads);
+  OLMO_PROFILE("rope", 0);
+  auto fn = OLMO_DISPATCH(rope_heads);
   const int64_t half = hd / 2;
   const int64_t rows = B * T;
   int64_t grain = (16384 + H * hd - 1) / (H * hd > 0 ? H * hd : 1);
-  detail::parallel_blocks(rows, grain, 1, [&](int64_t r0, int64_t r1) {
+  parallel_blocks(rows, grain, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       int64_t t = r % T;
       fn(x + r * row_stride, H, hd, tab.cos.data() + t * half, tab.sin.data() + t * half, sign);

@@ -297,7 +297,7 @@ ModelConfig config_from_hf_json_text(const std::string& text, const std::string&
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e99999
     throw Error(cat(path, ": not valid JSON: ", e.what()));
   }
   OLMO_CHECK(j.is_object(), path, ": top level must be a JSON object");
@@ -318,6 +318,9 @@ ModelConfig config_from_hf_json_text(const std::string& text, const std::string&
   c.d_model = r.req_int("hidden_size");
   c.ffn_hidden = r.req_int("intermediate_size");
   c.n_layers = r.req_int("num_hidden_layers");
+  // Bounded before any per-layer table is built (a hostile count must not allocate first).
+  OLMO_CHECK(c.n_layers <= 100000, path, ": field \"num_hidden_layers\" (", c.n_layers,
+             ") must be at most 100000");
   c.n_heads = r.req_int("num_attention_heads");
   c.vocab_size = r.req_int("vocab_size");
   OLMO_CHECK(c.d_model > 0, path, ": field \"hidden_size\" must be positive, got ", c.d_model);

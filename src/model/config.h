@@ -40,6 +40,14 @@ struct RopeScaling {
   bool enabled() const { return factor != 0; }
 };
 
+// Compute precision of the matmuls; not part of the architecture (checkpoints hold the fp32
+// master weights under either, so a run saved under one resumes under the other). fp32: every
+// GEMM in fp32. bf16_mixed: bf16 GEMM inputs, fp32 weights/gradients/everything else (olmo3.h).
+enum class Precision { fp32, bf16_mixed };
+inline const char* precision_name(Precision p) {
+  return p == Precision::bf16_mixed ? "bf16_mixed" : "fp32";
+}
+
 struct ModelConfig {
   std::string name;
   int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_hidden = 0;
@@ -49,6 +57,7 @@ struct ModelConfig {
   std::vector<int64_t> layer_window;  // per layer: query i sees keys i-w+1..i; 0 = full causal
   int64_t max_seq_len = 8192;         // RoPE table length / longest sequence accepted
   RopeScaling yarn;                   // YaRN (off by default)
+  Precision precision = Precision::fp32;  // matmul precision (not saved with the architecture)
 
   int64_t q_dim() const { return n_heads * head_dim; }     // width of q (and of q_norm)
   int64_t kv_dim() const { return n_kv_heads * head_dim; } // width of k, v (and of k_norm)

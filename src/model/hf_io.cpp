@@ -34,7 +34,7 @@ void load_hf_weights(Olmo3& m, const std::string& dir) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(read_file(index));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // also out_of_range (1e99999)
       throw Error(cat(index, ": not valid JSON: ", e.what()));
     }
     OLMO_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), index,

@@ -2,6 +2,9 @@
 // tokens (flops.h): stored per layer x, a, h, f [N,D]; q_raw, q, o [N,Q]; k_raw, k, v [N,KVd];
 // gate, up [N,F]; rstd x4 [N]; lse [H,N]; then x_L, final-normed x [N,D] and its rstd. Scratch
 // (reused by every layer): dres, tD [N,D]; F1..F3 [N,F]; Q1, Q2 [N,Q]; K1..K3 [N,KVd].
+// bf16_mixed: every GEMM goes through mm() with bf16 operands (weight(): the bf16 copy; act():
+// the fp32 activation rounded into one of four bf16 scratch slots right before its GEMMs); the
+// fp32 path makes exactly the gemm() calls it always made.
 #include "model/olmo3.h"
 
 #include <omp.h>
@@ -16,6 +19,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
+#include "kernels/loss_bf16.h"
 #include "kernels/norm.h"
 #include "kernels/swiglu.h"
 #include "model/flops.h"
@@ -53,6 +57,10 @@ struct Olmo3::Acts {
 
 Olmo3::Olmo3(const ModelConfig& c) : cfg_(c) {
   validate(cfg_, cat("model config '", cfg_.name, "'"));
+  OLMO_CHECK(!bf16() || cpu_has_bf16(), "model '", cfg_.name, "': precision bf16_mixed needs a "
+             "CPU with AVX512_BF16 (native bf16 dot products, VDPBF16PS) and the AVX-512 kernels "
+             "active; this one has none (or OLMO_ISA / OLMO_BF16=0 turned them off): use fp32 "
+             "or auto");
   layout_ = make_layout(cfg_);
   params_ = FloatBuffer(layout_.total);
   grads_ = FloatBuffer(layout_.total);
@@ -63,7 +71,50 @@ Olmo3& Olmo3::operator=(Olmo3&&) noexcept = default;
 Olmo3::~Olmo3() = default;
 
 size_t Olmo3::activation_bytes() const {
-  return (acts_->store.size() + acts_->scratch.size()) * sizeof(float);
+  size_t b = (acts_->store.size() + acts_->scratch.size()) * sizeof(float);
+  for (auto& x : xb_) b += x.size() * sizeof(bf16_t);
+  return b;
+}
+
+// ------------------------------------------------------------------------ bf16_mixed operands
+
+void Olmo3::refresh_bf16() {
+  if (wb_at_.empty()) {  // first use: place every matrix except the embedding
+    size_t n = 0;
+    for (const ParamInfo& p : layout_.info)
+      if (p.shape.size() == 2 && !p.is_embedding) wb_at_.push_back({p.offset, n, p.numel}), n += p.numel;
+    std::sort(wb_at_.begin(), wb_at_.end(),
+              [](const WbSlot& a, const WbSlot& b) { return a.off < b.off; });
+    wb_.resize(n);
+  }
+  const float* P = params_.data();
+  for (const WbSlot& w : wb_at_) f32_to_bf16(P + w.off, wb_.data() + w.at, int64_t(w.n));
+  bf16_stale_ = false;
+  ++bf16_refreshes_;
+}
+
+Olmo3::Operand Olmo3::weight(size_t off) const {
+  if (!bf16()) return {params_.data() + off, nullptr};
+  auto it = std::lower_bound(wb_at_.begin(), wb_at_.end(), off,
+                             [](const WbSlot& a, size_t o) { return a.off < o; });
+  OLMO_CHECK(it != wb_at_.end() && it->off == off, "Olmo3: no bf16 copy of the tensor at ", off);
+  return {nullptr, wb_.data() + it->at};
+}
+
+Olmo3::Operand Olmo3::act(const float* x, int64_t n, int slot) {
+  if (!bf16()) return {x, nullptr};
+  auto& buf = xb_[slot];
+  if (int64_t(buf.size()) < n) buf.resize(size_t(n));
+  f32_to_bf16(x, buf.data(), n);
+  return {nullptr, buf.data()};
+}
+
+void Olmo3::mm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, Operand A, Operand B,
+               float beta, float* C) const {
+  if (bf16())
+    gemm_bf16(ta, tb, M, N, K, 1.0f, A.b, B.b, beta, C);
+  else
+    gemm(ta, tb, M, N, K, 1.0f, A.f, B.f, beta, C);
 }
 
 // ------------------------------------------------------------------------------ init / grads
@@ -83,6 +134,7 @@ void Olmo3::init_weights(uint64_t seed) {
   constexpr double kStd = 0.02;
   constexpr size_t kChunk = 1 << 16;
   float* P = params_.data();
+  bf16_stale_ = true;
   for (size_t ti = 0; ti < layout_.info.size(); ++ti) {
     const ParamInfo& p = layout_.info[ti];
     float* w = P + p.offset;
@@ -181,29 +233,32 @@ void Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, in
                 F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
   const float* P = params_.data();
   const float eps = cfg_.norm_eps;
+  if (bf16() && bf16_stale_) refresh_bf16();
   embedding_forward(P + layout_.embed, tokens, N, D, A.L[0].x, cfg_.vocab_size);
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     auto& a = A.L[l];
     const LayerOffsets& w = layout_.layers[l];
     float* x_next = l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL;
     // Attention sub-block.
-    gemm(false, true, N, Q, D, 1.0f, a.x, P + w.q, 0.0f, a.q_raw);
-    gemm(false, true, N, K, D, 1.0f, a.x, P + w.k, 0.0f, a.k_raw);
-    gemm(false, true, N, K, D, 1.0f, a.x, P + w.v, 0.0f, a.v);
+    const Operand xo = act(a.x, N * D, 0);
+    mm(false, true, N, Q, D, xo, weight(w.q), 0.0f, a.q_raw);
+    mm(false, true, N, K, D, xo, weight(w.k), 0.0f, a.k_raw);
+    mm(false, true, N, K, D, xo, weight(w.v), 0.0f, a.v);
     rmsnorm_forward(a.q_raw, P + w.q_norm, a.q, a.rq, N, Q, eps);
     rmsnorm_forward(a.k_raw, P + w.k_norm, a.k, a.rk, N, K, eps);
     rope_forward(a.q, B, T, H, hd, rope_for(l));
     rope_forward(a.k, B, T, KV, hd, rope_for(l));
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
     attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
-    gemm(false, true, N, D, Q, 1.0f, a.o, P + w.o, 0.0f, a.a);
+    mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(w.o), 0.0f, a.a);
     rmsnorm_forward(a.a, P + w.attn_norm, A.tD, a.ra, N, D, eps);
     add(a.h, a.x, A.tD, N * D);
     // Feed-forward sub-block.
-    gemm(false, true, N, F, D, 1.0f, a.h, P + w.gate, 0.0f, a.g);
-    gemm(false, true, N, F, D, 1.0f, a.h, P + w.up, 0.0f, a.u);
+    const Operand ho = act(a.h, N * D, 0);
+    mm(false, true, N, F, D, ho, weight(w.gate), 0.0f, a.g);
+    mm(false, true, N, F, D, ho, weight(w.up), 0.0f, a.u);
     swiglu_forward(a.g, a.u, A.F1, N * F);
-    gemm(false, true, N, D, F, 1.0f, A.F1, P + w.down, 0.0f, a.f);
+    mm(false, true, N, D, F, act(A.F1, N * F, 0), weight(w.down), 0.0f, a.f);
     rmsnorm_forward(a.f, P + w.ffn_norm, A.tD, a.rf, N, D, eps);
     add(x_next, a.h, A.tD, N * D);
   }
@@ -227,29 +282,40 @@ void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, i
     // out = h + norm_ffn(f): dres is d out; d h = dres + (through the MLP).
     rmsnorm_backward(A.dres, a.f, P + w.ffn_norm, a.rf, A.tD, G + w.ffn_norm, N, D);
     swiglu_forward(a.g, a.u, A.F1, N * F);  // recompute s (not stored)
-    gemm(true, false, D, F, N, 1.0f, A.tD, A.F1, 1.0f, G + w.down);
-    gemm(false, false, N, F, D, 1.0f, A.tD, P + w.down, 0.0f, A.F1);
+    {
+      const Operand dy = act(A.tD, N * D, 0), s = act(A.F1, N * F, 1);
+      mm(true, false, D, F, N, dy, s, 1.0f, G + w.down);
+      mm(false, false, N, F, D, dy, weight(w.down), 0.0f, A.F1);
+    }
     swiglu_backward(a.g, a.u, A.F1, A.F2, A.F3, N * F);
-    gemm(true, false, F, D, N, 1.0f, A.F2, a.h, 1.0f, G + w.gate);
-    gemm(true, false, F, D, N, 1.0f, A.F3, a.h, 1.0f, G + w.up);
-    gemm(false, false, N, D, F, 1.0f, A.F2, P + w.gate, 1.0f, A.dres);
-    gemm(false, false, N, D, F, 1.0f, A.F3, P + w.up, 1.0f, A.dres);
+    {
+      const Operand dg = act(A.F2, N * F, 0), du = act(A.F3, N * F, 1), h = act(a.h, N * D, 2);
+      mm(true, false, F, D, N, dg, h, 1.0f, G + w.gate);
+      mm(true, false, F, D, N, du, h, 1.0f, G + w.up);
+      mm(false, false, N, D, F, dg, weight(w.gate), 1.0f, A.dres);
+      mm(false, false, N, D, F, du, weight(w.up), 1.0f, A.dres);
+    }
     // h = x + norm_attn(a): dres is now d h; d x = dres + (through attention).
     rmsnorm_backward(A.dres, a.a, P + w.attn_norm, a.ra, A.tD, G + w.attn_norm, N, D);
-    gemm(true, false, D, Q, N, 1.0f, A.tD, a.o, 1.0f, G + w.o);
-    gemm(false, false, N, Q, D, 1.0f, A.tD, P + w.o, 0.0f, A.Q1);
+    {
+      const Operand dy = act(A.tD, N * D, 0), o = act(a.o, N * Q, 1);
+      mm(true, false, D, Q, N, dy, o, 1.0f, G + w.o);
+      mm(false, false, N, Q, D, dy, weight(w.o), 0.0f, A.Q1);
+    }
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
     attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
     rope_backward(A.Q2, B, T, H, hd, rope_for(l));
     rope_backward(A.K1, B, T, KV, hd, rope_for(l));
     rmsnorm_backward(A.Q2, a.q_raw, P + w.q_norm, a.rq, A.Q1, G + w.q_norm, N, Q);
     rmsnorm_backward(A.K1, a.k_raw, P + w.k_norm, a.rk, A.K3, G + w.k_norm, N, K);
-    gemm(true, false, Q, D, N, 1.0f, A.Q1, a.x, 1.0f, G + w.q);
-    gemm(true, false, K, D, N, 1.0f, A.K3, a.x, 1.0f, G + w.k);
-    gemm(true, false, K, D, N, 1.0f, A.K2, a.x, 1.0f, G + w.v);
-    gemm(false, false, N, D, Q, 1.0f, A.Q1, P + w.q, 1.0f, A.dres);
-    gemm(false, false, N, D, K, 1.0f, A.K3, P + w.k, 1.0f, A.dres);
-    gemm(false, false, N, D, K, 1.0f, A.K2, P + w.v, 1.0f, A.dres);
+    const Operand dq = act(A.Q1, N * Q, 0), dk = act(A.K3, N * K, 1), dv = act(A.K2, N * K, 2),
+                  x = act(a.x, N * D, 3);
+    mm(true, false, Q, D, N, dq, x, 1.0f, G + w.q);
+    mm(true, false, K, D, N, dk, x, 1.0f, G + w.k);
+    mm(true, false, K, D, N, dv, x, 1.0f, G + w.v);
+    mm(false, false, N, D, Q, dq, weight(w.q), 1.0f, A.dres);
+    mm(false, false, N, D, K, dk, weight(w.k), 1.0f, A.dres);
+    mm(false, false, N, D, K, dv, weight(w.v), 1.0f, A.dres);
   }
   embedding_backward(A.dres, tokens, N, D, G + layout_.embed, cfg_.vocab_size);
 }
@@ -263,9 +329,11 @@ LossSums Olmo3::forward_backward(const int32_t* tokens, const int32_t* targets,
   forward(tokens, doc_ids, B, T);
   Acts& A = *acts_;
   const int64_t N = B * T, D = cfg_.d_model;
-  LossSums s = lm_head_loss(A.xf, params_.data() + layout_.lm_head, targets, N, D,
-                            cfg_.vocab_size, z_coef, grad_scale, A.tD,
-                            grads_.data() + layout_.lm_head);
+  float* dW = grads_.data() + layout_.lm_head;
+  LossSums s = bf16() ? lm_head_loss_bf16(A.xf, weight(layout_.lm_head).b, targets, N, D,
+                                          cfg_.vocab_size, z_coef, grad_scale, A.tD, dW)
+                      : lm_head_loss(A.xf, params_.data() + layout_.lm_head, targets, N, D,
+                                     cfg_.vocab_size, z_coef, grad_scale, A.tD, dW);
   backward(tokens, doc_ids, B, T);
   return s;
 }
@@ -274,6 +342,9 @@ LossSums Olmo3::forward_loss(const int32_t* tokens, const int32_t* targets,
                              const int32_t* doc_ids, int64_t B, int64_t T, float z_coef) {
   ensure(B, T);
   forward(tokens, doc_ids, B, T);
+  if (bf16())
+    return lm_head_loss_bf16(acts_->xf, weight(layout_.lm_head).b, targets, B * T,
+                             cfg_.d_model, cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
   return lm_head_loss(acts_->xf, params_.data() + layout_.lm_head, targets, B * T, cfg_.d_model,
                       cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
 }
@@ -282,8 +353,8 @@ void Olmo3::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* l
                            const int32_t* doc_ids) {
   ensure(B, T);
   forward(tokens, doc_ids, B, T);
-  gemm(false, true, B * T, cfg_.vocab_size, cfg_.d_model, 1.0f, acts_->xf,
-       params_.data() + layout_.lm_head, 0.0f, logits);
+  mm(false, true, B * T, cfg_.vocab_size, cfg_.d_model, act(acts_->xf, B * T * cfg_.d_model, 0),
+     weight(layout_.lm_head), 0.0f, logits);
 }
 
 }  // namespace olmo::model

@@ -11,11 +11,26 @@
 // Memory: activations kept for backward grow linearly in B*T (flops.h activation_floats_per_token
 // per token, allocated once and reused while B*T does not grow); attention and loss kernels never
 // hold T x T scores or N x V logits. All matmuls go through kernels::gemm (oneDNN).
+//
+// Precision (ModelConfig::precision): fp32, or bf16_mixed as OLMo-core's FSDP mixed precision
+// (param_dtype bf16, reduce_dtype fp32) and PyTorch CPU autocast place it: params() and grads()
+// stay fp32 (master weights; the optimizer and checkpoints see only them); every linear layer
+// (q, k, v, o, gate, up, down and the LM head) multiplies bf16 inputs -- a bf16 copy of its
+// weight and its fp32 input rounded to bf16 -- with fp32 accumulation and fp32 output
+// (kernels::gemm_bf16), in the forward and in both backward GEMMs; weight gradients accumulate
+// in fp32 (beta = 1 into grads(), across micro-batches too). Embedding, RMSNorm, RoPE,
+// attention (QK^T, softmax, PV), SwiGLU, the residual stream, the loss and z-loss stay fp32
+// (attention stays fp32 here although autocast would run its two matmuls in bf16). The bf16
+// weight copy is refreshed on the first forward after params() was handed out non-const (the
+// optimizer step, a checkpoint load), i.e. once per optimizer step, not per micro-batch.
+// Extra memory: 2 bytes per matrix parameter plus 4 bf16 scratch buffers of N x max(D, F, Q).
+// bf16_mixed needs cpu_has_bf16() (kernels/bf16.h); the constructor refuses it otherwise.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "kernels/bf16.h"
 #include "kernels/loss.h"
 #include "kernels/rope.h"
 #include "model/config.h"
@@ -47,9 +62,15 @@ class Olmo3 {
   ~Olmo3();
 
   const ModelConfig& config() const { return cfg_; }
+  Precision precision() const { return cfg_.precision; }
   const std::vector<ParamInfo>& params_info() const { return layout_.info; }
   const ParamLayout& layout() const { return layout_; }
-  float* params() { return params_.data(); }
+  // Non-const access means "the weights may change": the bf16 copy is refreshed before the
+  // next forward (bf16_mixed).
+  float* params() {
+    bf16_stale_ = true;
+    return params_.data();
+  }
   const float* params() const { return params_.data(); }
   float* grads() { return grads_.data(); }
   const float* grads() const { return grads_.data(); }
@@ -75,14 +96,29 @@ class Olmo3 {
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
                       const int32_t* doc_ids = nullptr);
 
-  // Bytes of activation + scratch buffers currently allocated (for the memory-plan test).
+  // Bytes of activation + scratch buffers currently allocated (for the memory-plan test;
+  // bf16_mixed adds its bf16 scratch, not its bf16 weight copy).
   size_t activation_bytes() const;
+  // bf16_mixed: how often the bf16 weight copy was rebuilt (tests: once per optimizer step).
+  int64_t bf16_refreshes() const { return bf16_refreshes_; }
 
  private:
   struct Acts;
   void ensure(int64_t B, int64_t T);
   void forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
   void backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
+  void refresh_bf16();
+  // Weight matrix at fp32 offset `off` as a GEMM operand in the model's precision.
+  struct Operand {
+    const float* f = nullptr;
+    const kernels::bf16_t* b = nullptr;
+  };
+  Operand weight(size_t off) const;
+  // An fp32 activation [n] as a GEMM operand: itself (fp32) or rounded into bf16 scratch `slot`.
+  Operand act(const float* x, int64_t n, int slot);
+  // gemm() or gemm_bf16() on operands of the model's precision (same contract as gemm()).
+  void mm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, Operand A, Operand B, float beta,
+          float* C) const;
 
   ModelConfig cfg_;
   ParamLayout layout_;
@@ -91,6 +127,15 @@ class Olmo3 {
   kernels::RopeTable rope_yarn_;  // YaRN (when cfg_.yarn is enabled; layers per yarn_on_layer)
   const kernels::RopeTable& rope_for(int64_t layer) const;
   std::unique_ptr<Acts> acts_;
+  bool bf16() const { return cfg_.precision == Precision::bf16_mixed; }
+  std::vector<kernels::bf16_t> wb_;      // bf16 copies of the matrices (bf16_mixed)
+  struct WbSlot {
+    size_t off, at, n;  // fp32 offset, offset in wb_, elements
+  };
+  std::vector<WbSlot> wb_at_;           // the matrices with a bf16 copy, by fp32 offset
+  std::vector<kernels::bf16_t> xb_[4];   // bf16 activation scratch (bf16_mixed)
+  bool bf16_stale_ = true;
+  int64_t bf16_refreshes_ = 0;
 };
 
 }  // namespace olmo::model

@@ -93,7 +93,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(hdr, hdr + n);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // also out_of_range (1e99999)
     throw Error(cat(path, ": header is not valid JSON: ", e.what()));
   }
   OLMO_CHECK(j.is_object(), path, ": header must be a JSON object");
@@ -114,7 +114,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) {
       }
       continue;
     }
-    auto where = [&] { return cat(path, ": tensor '", name, "': "); };
+    const std::string& tname = name;  // (clang 14 cannot capture a structured binding)
+    auto where = [&] { return cat(path, ": tensor '", tname, "': "); };
     OLMO_CHECK(v.is_object(), where(), "header entry must be an object");
     OLMO_CHECK(v.contains("dtype") && v["dtype"].is_string(), where(), "missing \"dtype\"");
     OLMO_CHECK(v.contains("shape") && v["shape"].is_array(), where(), "missing \"shape\"");
@@ -125,11 +126,22 @@ SafetensorsFile::SafetensorsFile(const std::string& path) {
     t.name = name;
     std::string ds = v["dtype"].get<std::string>();
     OLMO_CHECK(parse_dtype(ds, &t.dtype), where(), "unknown dtype \"", ds, "\"");
+    // Each extent and their product (the element count, and its byte size) must fit int64:
+    // a shape such as [2^62, 4] would otherwise wrap to 0 elements and pass the size check.
+    uint64_t numel = 1;
+    bool zero = false, overflow = false;
     for (auto& s : v["shape"]) {
       OLMO_CHECK(s.is_number_unsigned() || (s.is_number_integer() && s.get<int64_t>() >= 0),
                  where(), "shape entries must be non-negative integers, got ", s.dump());
-      t.shape.push_back(s.get<int64_t>());
+      const uint64_t d = s.get<uint64_t>();
+      OLMO_CHECK(d <= uint64_t(INT64_MAX), where(), "shape entry ", s.dump(), " exceeds 2^63-1");
+      t.shape.push_back(int64_t(d));
+      if (d == 0) zero = true;
+      else if (numel > uint64_t(INT64_MAX) / d) overflow = true;
+      else numel *= d;
     }
+    OLMO_CHECK(zero || (!overflow && numel <= uint64_t(INT64_MAX) / 8), where(), "shape ",
+               v["shape"].dump(), " has more elements than fit in 64 bits");
     for (auto& o : v["data_offsets"])
       OLMO_CHECK(o.is_number_unsigned() || (o.is_number_integer() && o.get<int64_t>() >= 0),
                  where(), "data_offsets must be non-negative integers, got ", o.dump());
@@ -172,7 +184,7 @@ void SafetensorsFile::read_f32(const std::string& name, float* out) const {
   const size_t n = t.numel();
   switch (t.dtype) {
     case DType::F32:
-      std::memcpy(out, t.data, n * 4);  // little-endian host
+      if (n > 0) std::memcpy(out, t.data, n * 4);  // little-endian host (out may be null if n == 0)
       return;
     case DType::F64:
       for (size_t i = 0; i < n; ++i) {

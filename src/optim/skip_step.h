@@ -7,6 +7,13 @@
 // with mean/std = torch.std_mean (unbiased, Welford in double, rounded to fp32) over the window
 // minus the current value, all comparisons in fp32. A NaN anywhere fails the test => skip.
 // Skipped steps' values stay in the window (as in OLMo-core).
+// Non-finite values: in OLMo-core a NaN/Inf loss is recorded like any other and, before the
+// window holds rolling_interval_length/2 values, the step is APPLIED (step factor 1), so a NaN
+// gradient reaches the weights; once in the window, the NaN makes mean/std NaN and every later
+// step is skipped until it rolls out (129 steps). olmo.cpp's trainer therefore never calls
+// record() for a non-finite step: it skips it unconditionally (src/train/trainer.h, "Numeric
+// faults"), and this class only ever sees finite values there -- for finite values the rule,
+// and the bits, are OLMo-core's.
 #pragma once
 #include <deque>
 #include <optional>

@@ -24,8 +24,8 @@ void BenchmarkCallback::on_start(Trainer& t) {
   if (t.rank() != 0) return;
   const BenchmarksSection& b = t.config().benchmarks;
   const std::string tok_path =
-      b.tokenizer.empty() ? data::Tokenizer::default_path() : b.tokenizer;
-  data::Tokenizer tok = data::Tokenizer::load(tok_path);
+      b.tokenizer.empty() ? tokenizer::Tokenizer::default_path() : b.tokenizer;
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(tok_path);
   for (auto& [label, path] : b.suites)
     suites_.push_back(std::make_unique<eval::BenchmarkSuite>(label, path, tok, b.max_items));
   if (!b.canaries.empty())

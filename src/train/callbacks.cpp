@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -57,6 +58,9 @@ void MetricsLogger::on_start(Trainer& t) {
               {"params", t.model().num_params()},
               {"flops_per_token", t.flops_per_token()},
               {"peak_gflops", t.peak_gflops()},
+              {"peak_fp32_gflops", t.peak_fp32_gflops()},
+              {"peak_bf16_gflops", t.peak_bf16_gflops()},
+              {"precision", model::precision_name(t.model().precision())},
               {"seq_len", t.config().data.seq_len},
               {"global_batch_tokens", t.config().data.global_batch_tokens},
               {"d_model", mc.d_model},
@@ -70,7 +74,11 @@ void MetricsLogger::on_start(Trainer& t) {
                            t.config().data.global_batch_tokens, " tokens/step, ",
                            t.world(), t.world() == 1 ? " process" : " processes", " (",
                            t.comm().backend(), ", reduce ", t.config().dist.reduce,
-                           "), fp32 peak ", int(t.peak_gflops()), " GFLOP/s",
+                           "), ", model::precision_name(t.model().precision()),
+                           ", peaks fp32 ", int(t.peak_fp32_gflops()), " / bf16 ",
+                           int(t.peak_bf16_gflops()), " GFLOP/s (MFU vs ",
+                           t.model().precision() == model::Precision::bf16_mixed ? "bf16" : "fp32",
+                           ")",
                            t.world() > 1 ? " per process" : ""));
 }
 
@@ -107,6 +115,20 @@ void MetricsLogger::on_end(Trainer& t) {
                      {"tokens_seen", t.tokens_seen()}});
 }
 
+namespace {
+// Number of {"kind":"eval"} records at `step` in the metrics log at `path` (0 when unreadable).
+size_t eval_records_at(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"eval\"") == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "eval" && j.value("step", int64_t(-1)) == step) ++n;
+  }
+  return n;
+}
+}  // namespace
+
 void Evaluator::on_start(Trainer& t) {
   const Config& c = t.config();
   data::FslOptions opt;
@@ -117,7 +139,17 @@ void Evaluator::on_start(Trainer& t) {
         label, path, c.data.seq_len, uint32_t(t.model().config().vocab_size), opt,
         c.eval.max_instances, c.eval.batch_instances));
   if (c.eval.at_start && t.step() == 0) evaluate(t);
-  if (t.step() > 0) last_step_ = t.step();  // resumed: that step was evaluated (or not) before
+  if (t.step() > 0) {
+    // Resumed at a checkpoint step. A kill between that checkpoint and the evaluation due at
+    // the same step (an interval step, or the final one in on_end) would lose the evaluation:
+    // run it now unless the log already holds its records.
+    last_step_ = t.step();
+    const int64_t s = t.step(), every = c.eval.interval;
+    const bool due = s == t.total_steps() || (every > 0 && s % every == 0);
+    if (due && t.rank() == 0 && !sets_.empty() && !t.metrics().path().empty() &&
+        eval_records_at(t.metrics().path(), s) < sets_.size())
+      evaluate(t);
+  }
 }
 
 std::vector<eval::EvalResult> Evaluator::evaluate(Trainer& t) {

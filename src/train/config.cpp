@@ -41,6 +41,7 @@ static void visit_fields(C& c, V&& v) {
   v("model.yarn_beta_slow", c.model.yarn_beta_slow, "");
   v("model.yarn_old_context_len", c.model.yarn_old_context_len, "");
   v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
+  v("model.precision", c.model.precision, "fp32 | bf16_mixed | auto (matmul precision)");
   v("data.mix", c.data.mix, "");
   v("data.seq_len", c.data.seq_len, "");
   v("data.global_batch_tokens", c.data.global_batch_tokens, "");
@@ -97,6 +98,9 @@ static void visit_fields(C& c, V&& v) {
   v("trainer.log_batch_indices", c.trainer.log_batch_indices, "");
   v("trainer.init_from_hf", c.trainer.init_from_hf, "");
   v("trainer.loss_normalization", c.trainer.loss_normalization, "auto | global | per_rank");
+  v("trainer.max_nonfinite_steps", c.trainer.max_nonfinite_steps, "0 = never stop");
+  v("trainer.check_memory", c.trainer.check_memory, "memory plan vs available memory");
+  v("trainer.profile", c.trainer.profile, "per-op-class step profile at the end");
   v("dist.reduce", c.dist.reduce, "exact (world-size-independent bits) | fast (fp32)");
   v("dist.exact_accumulator", c.dist.exact_accumulator, "local | sharded");
   v("dist.bucket_mb", c.dist.bucket_mb, "");
@@ -299,6 +303,8 @@ static void load_into(Config& c, const std::string& path, std::vector<std::strin
   OLMO_CHECK(std::find(chain.begin(), chain.end(), canon) == chain.end(), path,
              ": `base:` cycle (", canon, " includes itself)");
   OLMO_CHECK(fs::exists(path), "config file not found: ", path);
+  // A directory or a device (base: /dev/zero) would be read as an empty or endless file.
+  OLMO_CHECK(fs::is_regular_file(path), path, ": not a regular file (a config must be a YAML file)");
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -467,6 +473,10 @@ void validate(const Config& c, bool check_files) {
              at(c, "dist.exact_accumulator"), " must be local or sharded, got '",
              c.dist.exact_accumulator, "'");
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
+  OLMO_CHECK(c.model.precision == "fp32" || c.model.precision == "bf16_mixed" ||
+                 c.model.precision == "auto",
+             at(c, "model.precision"), " must be fp32, bf16_mixed or auto, got '",
+             c.model.precision, "'");
   for (size_t i = 0; i < c.model.window_pattern.size(); ++i) {
     int64_t w = c.model.window_pattern[i];
     OLMO_CHECK(w == -1 || w > 0, at(c, "model.window_pattern"), "[", i, "] = ", w,
@@ -503,6 +513,8 @@ void validate(const Config& c, bool check_files) {
                                                   schedule_steps(c),
                at(c, "scheduler.decay_steps"), " must be > 0 and fit in the schedule");
   OLMO_CHECK(c.trainer.keep_last >= 1, at(c, "trainer.keep_last"), " must be >= 1");
+  OLMO_CHECK(c.trainer.max_nonfinite_steps >= 0, at(c, "trainer.max_nonfinite_steps"),
+             " must be >= 0");
   OLMO_CHECK(c.trainer.log_interval >= 1, at(c, "trainer.log_interval"), " must be >= 1");
   OLMO_CHECK(c.eval.batch_instances >= 1, at(c, "eval.batch_instances"), " must be >= 1");
   OLMO_CHECK(c.trainer.progress == "auto" || c.trainer.progress == "on" ||

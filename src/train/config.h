@@ -27,6 +27,10 @@ struct ModelSection {
   int64_t yarn_old_context_len = 8192;
   // faithful = full-attention layers only (OLMo-core, as trained); hf = every layer.
   std::string yarn_variant = "faithful";
+  // Matmul precision: fp32 | bf16_mixed (bf16 GEMM inputs, fp32 master weights, optimizer state
+  // and gradients; model/olmo3.h) | auto (bf16_mixed where the CPU has AVX512_BF16 and a
+  // start-up probe finds oneDNN's bf16 GEMM faster than its fp32 one, else fp32).
+  std::string precision = "fp32";
 };
 
 struct DataSection {
@@ -149,6 +153,15 @@ struct TrainerSection {
   // world size when counts differ, as with packed instances); auto = per_rank for packed_fsl,
   // global for fsl (where every rank has the same count, so both agree).
   std::string loss_normalization = "auto";
+  // Failure behaviour (src/train/trainer.cpp): a step whose loss or gradient is NaN/Inf is always
+  // skipped; this many such steps in a row stop the run with an error (0 = never stop).
+  int64_t max_nonfinite_steps = 10;
+  // Refuse to start when the per-process memory plan exceeds the memory available (MemAvailable,
+  // cgroup memory.max); false skips the check.
+  bool check_memory = true;
+  // Step profiler (src/core/profile.h): time per op class, printed at the end of the run and
+  // written as a {"kind":"profile"} line; the first step (warm-up) is not counted.
+  bool profile = false;
 };
 
 // Data-parallel distribution (src/dist). The trajectory is bitwise the same for every world size

@@ -1,9 +1,67 @@
 // Builds model::ModelConfig from the YAML config (see model_setup.h).
 #include "train/model_setup.h"
 
+#include <cstdio>
+#include <mutex>
+
 #include "core/error.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm.h"
 
 namespace olmo::train {
+
+namespace {
+std::string precision_key(const Config& c) {
+  auto it = c.origin.find("model.precision");
+  return it == c.origin.end() ? std::string("config key 'model.precision'")
+                              : cat(it->second, ": key 'model.precision'");
+}
+}  // namespace
+
+PrecisionChoice choose_precision(const Config& c) {
+  const std::string& p = c.model.precision;
+  PrecisionChoice r;
+  if (p == "fp32") {
+    r.why = "model.precision: fp32";
+    return r;
+  }
+  OLMO_CHECK(p == "bf16_mixed" || p == "auto", precision_key(c), " = '", p,
+             "' must be fp32, bf16_mixed or auto");
+  if (p == "bf16_mixed") {
+    OLMO_CHECK(kernels::cpu_has_bf16(), precision_key(c), " = bf16_mixed, but this CPU has no "
+               "native bf16 dot products (AVX512_BF16), or the AVX-512 kernels are turned off "
+               "(OLMO_ISA / OLMO_BF16=0): use model.precision=fp32 or auto");
+    r.precision = model::Precision::bf16_mixed;
+    r.why = "model.precision: bf16_mixed";
+    return r;
+  }
+  // auto: decided once per process (every model_config() call agrees, one log line).
+  static std::mutex mu;
+  static bool decided = false;
+  static PrecisionChoice choice;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!decided) {
+    if (!kernels::cpu_has_bf16()) {
+      choice.why = "precision: auto -> fp32 (no AVX512_BF16 on this CPU, or OLMO_ISA/OLMO_BF16 "
+                   "turned it off)";
+    } else {
+      const kernels::GemmProbe g = kernels::probe_gemm_precisions();
+      const bool faster = g.bf16_gflops >= 1.1 * g.fp32_gflops;
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "precision: auto -> %s (AVX512_BF16 present; oneDNN GEMM %lldx%lldx%lld: "
+                    "bf16 %.0f GFLOP/s [%s] vs fp32 %.0f [%s], %.2fx; bf16_mixed needs >= 1.10x)",
+                    faster ? "bf16_mixed" : "fp32", (long long)g.M, (long long)g.N,
+                    (long long)g.K, g.bf16_gflops, g.bf16_impl.c_str(), g.fp32_gflops,
+                    g.fp32_impl.c_str(), g.bf16_gflops / g.fp32_gflops);
+      choice.why = buf;
+      if (faster) choice.precision = model::Precision::bf16_mixed;
+    }
+    std::fprintf(stderr, "%s\n", choice.why.c_str());
+    decided = true;
+  }
+  return choice;
+}
 
 static int64_t llama_ffn(int64_t d) {
   int64_t h = int64_t(8.0 * double(d) / 3.0);
@@ -74,6 +132,7 @@ model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
     mc.yarn.old_context_len = m.yarn_old_context_len;
     mc.yarn.variant = model::parse_yarn_variant(m.yarn_variant, "config key 'model.yarn_variant'");
   }
+  mc.precision = choose_precision(c).precision;
   model::validate(mc, "config section 'model'");
   return mc;
 }

@@ -4,12 +4,26 @@
 // Errors name the config key. model.yarn_* (stage 3) map onto ModelConfig::yarn (factor 0 =
 // none; factor <= 1 otherwise, or an old context longer than data.seq_len, is an error);
 // model.yarn_variant faithful | hf. allow_unsupported is kept for callers and has no effect.
+// model.precision (fp32 | bf16_mixed | auto) -> ModelConfig::precision via choose_precision().
 #pragma once
+#include <string>
+
 #include "model/config.h"
 #include "train/config.h"
 
 namespace olmo::train {
 
 model::ModelConfig model_config(const Config& c, bool allow_unsupported = false);
+
+// model.precision resolved for this CPU, and why. fp32: always. bf16_mixed: refused (an
+// olmo::Error naming the config file and key) unless kernels::cpu_has_bf16(). auto: bf16_mixed
+// when the CPU has AVX512_BF16 and kernels::probe_gemm_precisions() measures oneDNN's bf16 GEMM
+// at least 1.1x its fp32 one, else fp32. The probe runs once per process (~0.1 s; the result is
+// cached) and the choice is printed once to stderr ("precision: auto -> ...").
+struct PrecisionChoice {
+  model::Precision precision = model::Precision::fp32;
+  std::string why;
+};
+PrecisionChoice choose_precision(const Config& c);
 
 }  // namespace olmo::train

@@ -14,6 +14,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
+#include "core/profile.h"
 #include "core/timer.h"
 #include "dist/fixed_point.h"
 #include "data/mix.h"
@@ -23,6 +24,7 @@
 #include "model/hf_io.h"
 #include "optim/grad_clip.h"
 #include "train/model_setup.h"
+#include "train/resource_limits.h"
 
 namespace fs = std::filesystem;
 
@@ -73,6 +75,10 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   OLMO_CHECK(mode != dist::ReduceMode::exact || M <= dist::kMaxMicroBatches,
              "config key 'dist.reduce' = exact supports at most ", dist::kMaxMicroBatches,
              " micro-batches per step, this config has ", M, " (use dist.reduce=fast)");
+
+  // Memory plan vs available memory, before the run dir or any large buffer is touched.
+  if (cfg_.trainer.check_memory) check_memory(mc, mode == dist::ReduceMode::exact, micro_batches(cfg_));
+  parse_test_nan();
 
   // Rank 0 holds the run-dir lock for the whole job.
   if (rank_ == 0) lock_ = std::make_unique<ckpt::RunDirLock>(cfg_.trainer.run_dir);
@@ -154,10 +160,14 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   } else {
     model_->init_weights(uint64_t(cfg_.trainer.init_seed));
   }
+  maybe_test_kill("start");
   measure_peak();
   const std::string mpath = (fs::path(cfg_.trainer.run_dir) / "metrics.jsonl").string();
   metrics_ = std::make_unique<MetricsLog>(rank_ == 0 ? mpath : std::string());
-  metrics_->truncate_after(step_);  // records of steps that will be (re)run are dropped
+  // Records of steps that will be (re)run are dropped: on a resume from step N those after N
+  // (records of N were written before its checkpoint); otherwise (no checkpoint: an earlier
+  // attempt that was killed before its first one) those from the starting step on.
+  metrics_->truncate_after(start_ == StartKind::resume ? step_ : step_ - 1);
   progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : "silent",
                                          cfg_.trainer.log_interval);
 }
@@ -194,7 +204,14 @@ void Trainer::build_optimizer() {
 }
 
 void Trainer::measure_peak() {
-  if (cfg_.trainer.peak_interval >= 0) peak_gflops_ = kernels::measure_fp32_peak_gflops(0.3);
+  if (cfg_.trainer.peak_interval < 0) return;
+  // Both peaks at the start (the log header shows both); later only the one MFU uses: the fp32
+  // FMA peak, or the bf16 dot-product peak when the matmuls run in bf16 (bf16_mixed).
+  const bool bf16 = model_->precision() == model::Precision::bf16_mixed;
+  const bool first = peak_fp32_gflops_ == 0 && peak_bf16_gflops_ == 0;
+  if (first || !bf16) peak_fp32_gflops_ = kernels::measure_fp32_peak_gflops(0.3);
+  if (first || bf16) peak_bf16_gflops_ = kernels::measure_bf16_peak_gflops(first && !bf16 ? 0.1 : 0.3, 0);
+  peak_gflops_ = bf16 ? peak_bf16_gflops_ : peak_fp32_gflops_;
 }
 
 double Trainer::lr_at(int64_t step) const {
@@ -214,8 +231,10 @@ std::vector<Callback*> Trainer::callbacks() {
 }
 
 // Test-only fault switch: OLMO_TEST_KILL="<where>:<rank>:<step>" makes that rank SIGKILL
-// itself at `where` (step = after its first micro-batch of that step, ckpt = after writing its
-// checkpoint shard data, before it is closed) -- the crash tests of tests/dist.
+// itself at `where` (start = right after the starting state is restored, step = the step it
+// starts from; step = after its first micro-batch of that step, ckpt = after writing its
+// checkpoint shard data, before it is closed) -- the crash tests of tests/dist and the kill
+// campaign of tests/train.
 void Trainer::maybe_test_kill(const char* where) {
   static const char* spec = std::getenv("OLMO_TEST_KILL");
   if (!spec) return;
@@ -228,6 +247,59 @@ void Trainer::maybe_test_kill(const char* where) {
     std::fflush(stderr);
     std::raise(SIGKILL);
   }
+}
+
+void Trainer::check_memory(const model::ModelConfig& mc, bool exact, int64_t micro_batches) {
+  const model::MemoryPlan mp =
+      model::memory_plan(mc, cfg_.data.seq_len, micro_instances_, world_, exact, micro_batches,
+                         cfg_.dist.exact_accumulator == "local");
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int64_t here = local ? std::max(1, std::atoi(local)) : 1;
+  auto mib = [](int64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
+    return std::string(buf);
+  };
+  check_memory_plan(mp.total, here,
+                    cat("weights ", mib(mp.weights), ", gradients ", mib(mp.grads),
+                        ", AdamW moments ", mib(mp.adam_moments), ", gradient shard ",
+                        mib(mp.grad_shard), ", exact accumulator ", mib(mp.reduce_accumulator),
+                        ", activations ", mib(mp.activations), " for micro-batches of ",
+                        micro_instances_, " x ", cfg_.data.seq_len, " tokens"));
+}
+
+void Trainer::parse_test_nan() {
+  const char* spec = std::getenv("OLMO_TEST_NAN");
+  if (!spec || !*spec) return;
+  OLMO_CHECK(cfg_.allow_fault_injection, "OLMO_TEST_NAN = '", spec,
+             "' is refused: it puts NaN/Inf into training on purpose (a test switch) and needs "
+             "allow_fault_injection: true in the config");
+  char kind[16] = {0};
+  long long step = 0, count = 1;
+  int rank = 0;
+  const int n = std::sscanf(spec, "%15[^:]:%lld:%lld:%d", kind, &step, &count, &rank);
+  const std::string k = kind;
+  OLMO_CHECK(n >= 2 && step >= 1 && count >= 1 && rank >= 0 &&
+                 (k == "loss" || k == "grad" || k == "loss_inf" || k == "grad_inf" ||
+                  k == "weight"),
+             "OLMO_TEST_NAN = '", spec, "': expected KIND:STEP[:COUNT[:RANK]] with KIND loss, "
+             "grad, loss_inf, grad_inf or weight, STEP and COUNT >= 1");
+  test_nan_ = {k, step, count, rank};
+  if (rank_ == 0)
+    std::fprintf(stderr, "OLMO_TEST_NAN: %s on rank %d at steps %lld..%lld\n", kind, rank, step,
+                 step + count - 1);
+}
+
+// Metrics record and console line of a non-finite (skipped) step.
+void Trainer::on_nonfinite(const StepResult& r) {
+  if (nonfinite_streak_ == 1) nonfinite_first_ = r.step;
+  const int64_t k = cfg_.trainer.max_nonfinite_steps;
+  metrics_->write({{"kind", "info"}, {"event", "nonfinite"}, {"step", r.step},
+                   {"what", r.nonfinite_what}, {"streak", nonfinite_streak_},
+                   {"max_nonfinite_steps", k}});
+  progress_->message(cat("step ", r.step, ": non-finite ", r.nonfinite_what, " (loss ", r.loss,
+                         ", grad norm ", r.grad_norm, "): step skipped, no update (", nonfinite_streak_,
+                         " in a row", k > 0 ? cat(", the run stops at ", k) : std::string(), ")"));
 }
 
 StepResult Trainer::train_step() {
@@ -245,10 +317,11 @@ StepResult Trainer::train_step() {
   if (doc_mask_) doc_ids_.resize(size_t(B * T));
   data::batch_targets(*dataset_, batch_.instance_indices, batch_.tokens.data(), B, T,
                       targets_.data(), doc_mask_ ? doc_ids_.data() : nullptr);
+  if (profile::enabled()) profile::add("data", now_seconds() - t0, 0);
   // 2. Target-token count, before any backward: the global batch's (global normalisation), or
   //    this rank's with gradients averaged over ranks (per_rank, OLMo-core's train_batch).
   int64_t local = 0;
-  for (int32_t t : targets_) local += t != data::kIgnoreIndex;
+  for (int32_t t : targets_) local += t != olmo::kIgnoreIndex;
   int64_t total = local;
   double tc = now_seconds();
   comm_->allreduce(&total, 1);
@@ -275,6 +348,13 @@ StepResult Trainer::train_step() {
         batch_.tokens.data() + i * T, targets_.data() + i * T,
         doc_mask_ ? doc_ids_.data() + i * T : nullptr, n, T, grad_scale, z_coef);
     if (i == 0) maybe_test_kill("step");
+    if (i == 0 && test_nan_.active(step_, rank_)) {
+      const float bad = test_nan_.kind.find("inf") != std::string::npos
+                            ? std::numeric_limits<float>::infinity()
+                            : std::numeric_limits<float>::quiet_NaN();
+      if (test_nan_.kind.rfind("loss", 0) == 0) s.ce_sum = double(bad);
+      if (test_nan_.kind.rfind("grad", 0) == 0) model_->grads()[model_->num_params() / 2 + 17] = bad;
+    }
     if (exact) {
       ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
       z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
@@ -320,14 +400,33 @@ StepResult Trainer::train_step() {
     optim::clip_grads_with_norm(g, ng, cfg_.optim.max_grad_norm, *norm);
   }
   r.grad_norm = norm ? double(*norm) : std::nan("");
-  bool apply = true;
-  if (cfg_.optim.name == "skip_step_adamw" && cfg_.optim.skip_step)
+  // Non-finite guard (every rank decides alike: the loss sums, grad_bad and the norm are global).
+  bool grad_nonfinite = grad_bad || (norm && !std::isfinite(*norm));
+  if (!norm && !grad_bad) {
+    bool local_bad = false;
+    for (size_t i = 0; i < ng && !local_bad; ++i) local_bad = !std::isfinite(g[i]);
+    grad_nonfinite = comm_->any(local_bad);
+  }
+  const bool loss_nonfinite = !std::isfinite(r.loss) || !std::isfinite(r.z_loss);
+  r.nonfinite = grad_nonfinite || loss_nonfinite;
+  if (r.nonfinite)
+    r.nonfinite_what = loss_nonfinite && grad_nonfinite ? "loss and gradient"
+                                                        : (loss_nonfinite ? "loss" : "gradient");
+  bool apply = !r.nonfinite;
+  // The skip-step window sees finite steps only (a NaN in it would skip every step after it).
+  if (apply && cfg_.optim.name == "skip_step_adamw" && cfg_.optim.skip_step)
     apply = skip_->record(float(r.loss), norm);
   r.skipped = !apply;
+  nonfinite_streak_ = r.nonfinite ? nonfinite_streak_ + 1 : 0;
   r.lr = lr_at(step_);
   // 6. Update this rank's shard, then every rank gets every shard.
+  const double to = now_seconds();
   adamw_->step(model_->params() + reducer_->shard_begin(), g, r.lr, !apply);
+  if (profile::enabled()) profile::add("optimizer", now_seconds() - to, 0);
   if (apply) reducer_->allgather(model_->params());
+  if (test_nan_.kind == "weight" && test_nan_.active(step_, rank_))
+    model_->params()[reducer_->shard_begin() + 3] = std::numeric_limits<float>::quiet_NaN();
+  if (r.nonfinite && metrics_) on_nonfinite(r);
 
   r.batch_tokens = loader_->global_batch_tokens();
   tokens_seen_ += loader_->global_batch_tokens();
@@ -336,8 +435,10 @@ StepResult Trainer::train_step() {
   if (cfg_.trainer.log_batch_indices) r.instance_indices = batch_.instance_indices;
   r.seconds = now_seconds() - t0;
   r.comm_seconds = reducer_->comm_seconds() - comm0 + comm_extra;
+  if (profile::enabled()) profile::add("comm", r.comm_seconds, 0);
   r.tokens_per_s = double(loader_->global_batch_tokens()) / r.seconds;
-  // MFU against the peak of every process (each measured its own, with its threads).
+  // MFU against the peak of every process (each measured its own, with its threads), of the
+  // precision the matmuls run in (measure_peak).
   r.mfu = peak_gflops_ > 0 ? 100.0 * flops_per_token_ * r.tokens_per_s /
                                  (peak_gflops_ * double(world_) * 1e9)
                            : 0;
@@ -350,12 +451,54 @@ StepResult Trainer::train_step() {
 
 void Trainer::fit() {
   for (auto& cb : callbacks_) cb->on_start(*this);
+  // Step profile (trainer.profile): steps after the first only; callbacks (evaluation,
+  // checkpoints) run with the profiler off, so the table covers train_step alone.
+  const bool prof = cfg_.trainer.profile;
+  double prof_seconds = 0;
+  int64_t prof_steps = -1;
   while (step_ < total_steps_ && !stop_) {
+    if (prof) profile::enable(prof_steps >= 0);
     StepResult r = train_step();
+    if (prof) {
+      profile::enable(false);
+      if (++prof_steps > 0) prof_seconds += r.seconds;
+    }
     if (cfg_.trainer.peak_interval > 0 && step_ % cfg_.trainer.peak_interval == 0) measure_peak();
     for (auto& cb : callbacks_) cb->on_step(*this, r);
+    // A checkpoint that fell due during a non-finite streak: written at the first finite step.
+    if (ckpt_deferred_ && nonfinite_streak_ == 0) progress_->message("checkpoint " + save_checkpoint());
+    const int64_t k = cfg_.trainer.max_nonfinite_steps;
+    if (k > 0 && nonfinite_streak_ >= k) {
+      // Newest committed one (not re-hashed here: restarts verify and fall back).
+      const auto steps = rank_ == 0 ? ckpt::list_checkpoints(cfg_.trainer.run_dir) : std::vector<int64_t>{};
+      std::string newest = steps.empty() ? std::string() : cat(cfg_.trainer.run_dir, "/step", steps.back());
+      comm_->broadcast(newest, 0);
+      metrics_->write({{"kind", "info"}, {"event", "nonfinite_stop"}, {"step", step_},
+                       {"first", nonfinite_first_}, {"newest_checkpoint", newest}});
+      throw Error(cat("step ", step_, ": the loss or gradient has been non-finite (NaN/Inf) for ",
+                      nonfinite_streak_, " consecutive steps (", nonfinite_first_, "..", step_,
+                      ", all skipped: no update), trainer.max_nonfinite_steps = ", k,
+                      "; stopping. The weights never saw them; the newest complete checkpoint is ",
+                      newest.empty() ? std::string("none") : newest,
+                      " (lower optim.lr, check the data of those steps, then restart)"));
+    }
   }
+  if (prof && prof_steps > 0) {
+    const std::string t = profile::table(prof_seconds, prof_steps);
+    progress_->message(cat("step profile, rank ", rank_, ", mean of ", prof_steps,
+                           " steps (first step excluded):\n", t));
+    if (metrics_) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const profile::Row& row : profile::rows())
+        rows.push_back({{"op", row.key}, {"class", row.klass}, {"seconds", row.seconds / prof_steps},
+                        {"flops", row.flops / prof_steps}, {"calls", row.calls / prof_steps}});
+      metrics_->write({{"kind", "profile"}, {"steps", prof_steps},
+                       {"step_seconds", prof_seconds / prof_steps}, {"rows", rows}});
+    }
+  }
+  finishing_ = true;
   for (auto& cb : callbacks_) cb->on_end(*this);
+  if (ckpt_deferred_) progress_->message("checkpoint " + save_checkpoint());
 }
 
 }  // namespace olmo::train

@@ -22,6 +22,20 @@
 //              lr = schedule(lr0, s, t_max); tokens_seen += G*T.
 //   callbacks (logging, evaluation, checkpointing, ...) run after every step; the loop itself
 //   knows none of them, and the model knows nothing of ranks.
+// Numeric faults: a step whose loss, z-loss or any gradient element is NaN/Inf on any rank (a
+//   global decision: loss sums are all-reduced, the norm / non-finite flag comes from every
+//   shard) is skipped whatever optim.skip_step says: no weight, moment or step-count change, and
+//   its values do not enter the skip-step window (see optim/skip_step.h). It is logged
+//   ({"kind":"info","event":"nonfinite"} in metrics.jsonl, a console line). While such a streak
+//   lasts no checkpoint is written (a due one is written at the next finite step, or at the end
+//   of the run); trainer.max_nonfinite_steps in a row stop the run with an error, leaving the
+//   last checkpoint before the streak as the newest complete one. Test switch (refused unless
+//   allow_fault_injection: true): OLMO_TEST_NAN=KIND:STEP[:COUNT[:RANK]], KIND = loss | grad |
+//   loss_inf | grad_inf (into the first micro-batch's CE sum / one gradient element on RANK,
+//   default 0, for COUNT steps from STEP) or weight (a NaN written into one weight after the
+//   update of STEP: the checkpoint writer must refuse it).
+// Resources: before anything is allocated the per-process memory plan is checked against the
+//   available memory (train/resource_limits.h; trainer.check_memory).
 // Start: rank 0 locks the run dir; if it holds a complete checkpoint the run resumes from the
 // newest one (complete state, bitwise, resharded to this world size); else trainer.load_path (a
 // phase start: weights always, optimizer state / trainer state per load_optim_state /
@@ -60,6 +74,8 @@ struct StepResult {
   double grad_norm = 0;        // pre-clip global L2 norm (NaN if clipping is off)
   double lr = 0;
   bool skipped = false;        // skip-step rule fired: no weight/moment/step-count change
+  bool nonfinite = false;      // loss, z-loss or gradient NaN/Inf (on any rank): always skipped
+  std::string nonfinite_what;  // "loss", "gradient" or "loss and gradient"
   int64_t target_tokens = 0;   // supervised positions this step
   int64_t batch_tokens = 0;    // G * T
   int64_t tokens_seen = 0;     // after this step
@@ -122,6 +138,10 @@ class Trainer {
   StartKind start_kind() const { return start_; }
   const std::string& start_from() const { return start_from_; }  // checkpoint / HF dir used
   double peak_gflops() const { return peak_gflops_; }   // of one process (MFU uses W times it)
+  // Both measured peaks (peak_gflops() is the one of the model's matmul precision); bf16 is 0
+  // on a CPU without AVX512_BF16.
+  double peak_fp32_gflops() const { return peak_fp32_gflops_; }
+  double peak_bf16_gflops() const { return peak_bf16_gflops_; }
   double flops_per_token() const { return flops_per_token_; }
   const std::string& run_dir() const { return cfg_.trainer.run_dir; }
   dist::Communicator& comm() { return *comm_; }
@@ -133,6 +153,8 @@ class Trainer {
   MetricsLog& metrics() { return *metrics_; }
   Progress& progress() { return *progress_; }
   bool stop_requested() const { return stop_; }
+  // Non-finite steps in a row up to the last one trained (0 after a finite step).
+  int64_t nonfinite_streak() const { return nonfinite_streak_; }
   void request_stop() { stop_ = true; }
   // Data-parallel position of this process (0 / 1 in a one-process run). Callbacks that write
   // run-dir files do so on rank 0 only.
@@ -152,6 +174,18 @@ class Trainer {
   void measure_peak();
   void read_moments(const ckpt::CheckpointReader& r);
   void maybe_test_kill(const char* where);
+  void check_memory(const model::ModelConfig& mc, bool exact, int64_t micro_batches);
+  // OLMO_TEST_NAN (see above): parsed once in the constructor.
+  struct TestNan {
+    std::string kind;   // "" = off
+    int64_t step = 0, count = 1;
+    int rank = 0;
+    bool active(int64_t s, int r) const {
+      return !kind.empty() && r == rank && s >= step && s < step + count;
+    }
+  };
+  void parse_test_nan();
+  void on_nonfinite(const StepResult& r);
 
   Config cfg_;
   std::unique_ptr<ckpt::RunDirLock> lock_;
@@ -176,9 +210,14 @@ class Trainer {
   int64_t step_ = 0, tokens_seen_ = 0, total_steps_ = 0, t_max_ = 0;
   int64_t micro_instances_ = 0;
   double peak_gflops_ = 0, flops_per_token_ = 0;
+  double peak_fp32_gflops_ = 0, peak_bf16_gflops_ = 0;
   double recent_step_s_ = 0;   // running mean of step time (for the ETA)
   int64_t timed_steps_ = 0;
   bool stop_ = false;
+  TestNan test_nan_;
+  int64_t nonfinite_streak_ = 0, nonfinite_first_ = 0;
+  bool ckpt_deferred_ = false;   // a checkpoint fell due during a non-finite streak
+  bool finishing_ = false;       // on_end callbacks run: checkpoints are written regardless
   int rank_ = 0, world_ = 1;
   BatchHook batch_hook_;
   data::DataLoader::Batch batch_;

@@ -73,7 +73,24 @@ static void check_same_model(const model::ModelConfig& want, const json& have,
 
 // Every rank writes the moments of its shard; rank 0 also the weights and the JSON state, and
 // commits after every shard is durable (see ckpt/checkpoint.h for the protocol).
+// Inside a non-finite streak (the last step was skipped as NaN/Inf) nothing is written: the
+// checkpoint is deferred to the next finite step (or the end of the run, see trainer.h), and the
+// newest complete checkpoint's dir is returned. The writer itself refuses NaN/Inf tensors.
 std::string Trainer::save_checkpoint() {
+  if (nonfinite_streak_ > 0 && !finishing_) {
+    ckpt_deferred_ = true;
+    std::string newest;
+    if (rank_ == 0) {
+      const auto steps = ckpt::list_checkpoints(cfg_.trainer.run_dir);
+      newest = steps.empty() ? "" : cat(cfg_.trainer.run_dir, "/step", steps.back());
+      progress_->message(cat("checkpoint of step ", step_, " deferred: step ", step_,
+                             " was non-finite (skipped); newest complete checkpoint: ",
+                             newest.empty() ? std::string("none") : newest));
+    }
+    comm_->broadcast(newest, 0);
+    return newest;
+  }
+  ckpt_deferred_ = false;
   std::optional<ckpt::CheckpointWriter> w;
   if (rank_ == 0) w.emplace(cfg_.trainer.run_dir, step_, 0, world_);
   comm_->barrier();  // stepN-tmp exists

@@ -20,7 +20,7 @@
 #include "core/hash.h"
 #include "data/loader.h"
 #include "data/pcg64.h"
-#include "data/prepare.h"
+#include "corpus/prepare.h"
 
 using namespace olmo;
 using namespace olmo::audit;
@@ -264,7 +264,7 @@ TEST(Contamination, PrepareIndexFindsCopiesPassagesAndCrossEntryDuplicates) {
   fs::path d = tmpdir("contam");
   // Two prepared "mix entries" from JSONL through the real prepare path, with a toy encoder
   // (one token per byte) so that no tokenizer file is needed.
-  data::Encoder enc;
+  corpus::Encoder enc;
   enc.encode_append = [](std::string_view t, std::vector<uint32_t>& out) {
     for (unsigned char ch : t) out.push_back(ch);
   };
@@ -288,12 +288,12 @@ TEST(Contamination, PrepareIndexFindsCopiesPassagesAndCrossEntryDuplicates) {
   };
   jsonl((d / "a.jsonl").string(), a);
   jsonl((d / "b.jsonl").string(), b);
-  data::PrepareOptions po;
+  corpus::PrepareOptions po;
   po.threads = 1;
   po.out_dir = (d / "A").string();
-  data::prepare({(d / "a.jsonl").string()}, enc, po);
+  corpus::prepare({(d / "a.jsonl").string()}, enc, po);
   po.out_dir = (d / "B").string();
-  data::prepare({(d / "b.jsonl").string()}, enc, po);
+  corpus::prepare({(d / "b.jsonl").string()}, enc, po);
   std::vector<std::string> mix = {(d / "A" / "part-00000.npy").string(),
                                   (d / "B" / "part-00000.npy").string()};
   CorpusIndex idx = load_corpus_index(mix, 257);

@@ -30,8 +30,8 @@ struct TmpDir {
     return p;
   }
 };
-constexpr uint32_t E = kDolma2Eos;
-constexpr int32_t P = kDolma2Pad, I = kIgnoreIndex;
+constexpr uint32_t E = olmo::kDolma2Eos;
+constexpr int32_t P = olmo::kDolma2Pad, I = olmo::kIgnoreIndex;
 }  // namespace
 
 TEST(EvalDataset, OneDocumentPerInstancePaddedAndTruncated) {
@@ -87,7 +87,7 @@ TEST(EvalDataset, BadInputs) {
   } catch (const olmo::Error& e) {
     EXPECT_NE(std::string(e.what()).find("noeos.npy"), std::string::npos);
   }
-  auto bad = t.write("bad.npy", {1, E, kDolma2Vocab + 5, E});
+  auto bad = t.write("bad.npy", {1, E, olmo::kDolma2VocabSize + 5, E});
   try {
     EvalDataset({bad}, 4);
     FAIL();

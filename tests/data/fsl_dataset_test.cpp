@@ -90,12 +90,12 @@ TEST(FslDataset, ChunksEachFileAndDropsRemainders) {
 TEST(FslDataset, FingerprintMatchesOlmoCore) {
   TmpDir t;
   auto a = t.write("a.npy", std::vector<uint32_t>(35, 0));
-  auto b = t.write("b.npy", std::vector<uint32_t>(10, kDolma2Eos));
+  auto b = t.write("b.npy", std::vector<uint32_t>(10, olmo::kDolma2Eos));
   EXPECT_EQ(FslDataset({a, b}, 16).fingerprint(),
             "c2a2f119bf9ccf4bfc412095113d1a71a969d4e69375e493e44fa5b3a1b83dd8");
   FslOptions o;
   o.pad_id = 1;
-  EXPECT_EQ(FslDataset({a, b}, 16, kDolma2Vocab, o).fingerprint(),
+  EXPECT_EQ(FslDataset({a, b}, 16, olmo::kDolma2VocabSize, o).fingerprint(),
             "98153baf2cd97f1f080c3783bb45890bcc1a1b7c4104dfcb2fc0bcea9274d3e9");
   // Sequence length is not part of NumpyFSLDataset's fingerprint (as OLMo-core).
   EXPECT_EQ(FslDataset({a, b}, 8).fingerprint(), FslDataset({a, b}, 16).fingerprint());
@@ -109,12 +109,12 @@ TEST(FslDataset, BadInputs) {
   EXPECT_NE(e.find("multiple of 4"), std::string::npos) << e;
 
   auto v = ramp(0, 40);
-  v[37] = kDolma2Vocab;  // in the dropped tail: still rejected at open
+  v[37] = olmo::kDolma2VocabSize;  // in the dropped tail: still rejected at open
   auto bad = t.write("bad.npy", v);
   e = error_of([&] { FslDataset({bad}, 16); });
   EXPECT_NE(e.find("bad.npy"), std::string::npos) << e;
   EXPECT_NE(e.find("token offset 37"), std::string::npos) << e;
-  EXPECT_NE(e.find(std::to_string(kDolma2Vocab)), std::string::npos) << e;
+  EXPECT_NE(e.find(std::to_string(olmo::kDolma2VocabSize)), std::string::npos) << e;
 
   // validate=false defers the check to read(), which still names file and offset.
   v = ramp(0, 40);
@@ -171,7 +171,7 @@ TEST(DocLengths, RandomAgreesWithIds) {
 
 TEST(FslDataset, DocumentLengthsAndTargets) {
   TmpDir t;
-  std::vector<uint32_t> v = {5, kDolma2Eos, 6, 7, 8, kDolma2Eos, 1, 2};
+  std::vector<uint32_t> v = {5, olmo::kDolma2Eos, 6, 7, 8, olmo::kDolma2Eos, 1, 2};
   FslDataset ds({t.write("d.npy", v)}, 4);
   EXPECT_EQ(ds.document_lengths(0), (std::vector<int32_t>{2, 2}));
   EXPECT_EQ(ds.document_lengths(1), (std::vector<int32_t>{2, 2}));

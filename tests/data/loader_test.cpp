@@ -31,7 +31,7 @@ struct Fixture {
     std::mt19937 g(11);
     for (size_t i = 0; i < sizes.size(); ++i) {
       std::vector<uint32_t> v(sizes[i]);
-      for (auto& x : v) x = g() % 1000 == 0 ? kDolma2Eos : g() % 50000;
+      for (auto& x : v) x = g() % 1000 == 0 ? olmo::kDolma2Eos : g() % 50000;
       std::string p = (dir / ("f" + std::to_string(i) + ".npy")).string();
       std::ofstream(p, std::ios::binary)
           .write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * 4));

@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint32_t E = kDolma2Eos, P = kDolma2Pad;
+constexpr uint32_t E = olmo::kDolma2Eos, P = olmo::kDolma2Pad;
 
 struct Files {
   fs::path dir;
@@ -95,7 +95,7 @@ TEST(PackedDataset, BestFitDecreasingByHand) {
   // 1 -> bin3 (5 left).
   Files f({concat({doc(5, 10), doc(3, 20), doc(6, 30), doc(2, 40), doc(2, 50), doc(1, 60),
                    doc(20, 100), {7, 7, 7}})});
-  PackedFslDataset ds(f.paths, 8, kDolma2Vocab, opts());
+  PackedFslDataset ds(f.paths, 8, olmo::kDolma2VocabSize, opts());
   ASSERT_EQ(ds.size(), 4);
   EXPECT_EQ(ds.num_documents(), 7);
   std::vector<int32_t> x(8);
@@ -120,8 +120,8 @@ TEST(PackedDataset, GroupsPackTogether) {
   // Two files, each with a 5-token and a 3-token document. Per file: one bin {5, 3} each.
   // Grouped by 2: sorted 5, 5, 3, 3 -> bins {5, 3}, {5, 3}, the first from file 0.
   Files f({concat({doc(5, 10), doc(3, 20)}), concat({doc(3, 30), doc(5, 40)})});
-  PackedFslDataset one(f.paths, 8, kDolma2Vocab, opts(1));
-  PackedFslDataset two(f.paths, 8, kDolma2Vocab, opts(2));
+  PackedFslDataset one(f.paths, 8, olmo::kDolma2VocabSize, opts(1));
+  PackedFslDataset two(f.paths, 8, olmo::kDolma2VocabSize, opts(2));
   EXPECT_EQ(one.size(), 2);
   EXPECT_EQ(two.size(), 2);
   // Sorted 5 (file 0), 5 (file 1), 3 (file 0), 3 (file 1): bin 0 = 5 (f0) + 3 (f0).
@@ -135,13 +135,13 @@ TEST(PackedDataset, GroupsPackTogether) {
 
 TEST(PackedDataset, BatchTargetsAndDocIds) {
   Files f({concat({doc(6, 30), doc(2, 40), doc(2, 50), doc(1, 60)})});
-  PackedFslDataset ds(f.paths, 8, kDolma2Vocab, opts());
+  PackedFslDataset ds(f.paths, 8, olmo::kDolma2VocabSize, opts());
   ASSERT_EQ(ds.size(), 2);
   std::vector<int32_t> tok(16), tgt(16), ids(16);
   ds.read(0, tok.data());
   ds.read(1, tok.data() + 8);
   batch_targets(ds, {0, 1}, tok.data(), 2, 8, tgt.data(), ids.data());
-  const int32_t e = int32_t(E), I = kIgnoreIndex;
+  const int32_t e = int32_t(E), I = olmo::kIgnoreIndex;
   // Instance 0 = [30..34 E 40 E] (full): shifted, last ignored. Instance 1 = the 2- and
   // 1-token documents [50 E E P P P P P]: labels only inside the 3 real tokens.
   EXPECT_EQ(std::vector<int32_t>(tgt.begin(), tgt.begin() + 8),
@@ -164,7 +164,7 @@ TEST(PackedDataset, LoaderServesPackedInstances) {
     all.insert(all.end(), v.begin(), v.end());
   }
   Files f({all});
-  PackedFslDataset ds(f.paths, 16, kDolma2Vocab, opts());
+  PackedFslDataset ds(f.paths, 16, olmo::kDolma2VocabSize, opts());
   DataLoader dl(ds, 4, 42);
   DataLoader::Batch b;
   std::vector<int32_t> x(16);
@@ -199,24 +199,24 @@ TEST(PackedDataset, BadInput) {
   Files f({concat({doc(5, 10), doc(3, 20)})});
   PackedOptions no_eos = opts();
   no_eos.eos_id = -1;
-  EXPECT_NE(error_of([&] { PackedFslDataset(f.paths, 8, kDolma2Vocab, no_eos); })
+  EXPECT_NE(error_of([&] { PackedFslDataset(f.paths, 8, olmo::kDolma2VocabSize, no_eos); })
                 .find("packed instances need an EOS id"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { PackedFslDataset(f.paths, 12, kDolma2Vocab, opts()); })
+  EXPECT_NE(error_of([&] { PackedFslDataset(f.paths, 12, olmo::kDolma2VocabSize, opts()); })
                 .find("must be a power of two"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { PackedFslDataset({"/nonexistent/x.npy"}, 8, kDolma2Vocab, opts()); })
+  EXPECT_NE(error_of([&] { PackedFslDataset({"/nonexistent/x.npy"}, 8, olmo::kDolma2VocabSize, opts()); })
                 .find("/nonexistent/x.npy: token file not found"),
             std::string::npos);
   Files bad({{1, 2, 200000, E}});
-  EXPECT_NE(error_of([&] { PackedFslDataset(bad.paths, 8, kDolma2Vocab, opts()); })
+  EXPECT_NE(error_of([&] { PackedFslDataset(bad.paths, 8, olmo::kDolma2VocabSize, opts()); })
                 .find("token id 200000 at token offset 2"),
             std::string::npos);
   Files none({{1, 2, 3}});
-  EXPECT_NE(error_of([&] { PackedFslDataset(none.paths, 8, kDolma2Vocab, opts()); })
+  EXPECT_NE(error_of([&] { PackedFslDataset(none.paths, 8, olmo::kDolma2VocabSize, opts()); })
                 .find("no EOS-terminated document"),
             std::string::npos);
-  PackedFslDataset ok(f.paths, 8, kDolma2Vocab, opts());
+  PackedFslDataset ok(f.paths, 8, olmo::kDolma2VocabSize, opts());
   std::vector<int32_t> x(8);
   EXPECT_NE(error_of([&] { ok.read(5, x.data()); }).find("out of range"), std::string::npos);
 }
@@ -332,12 +332,12 @@ TEST(InstanceSource, OpenFromSpec) {
   s.kind = "packed_fsl";
   s.paths = f.paths;
   s.seq_len = 8;
-  s.vocab_size = kDolma2Vocab;
+  s.vocab_size = olmo::kDolma2VocabSize;
   s.eos_id = E;
   s.pad_id = P;
   s.permutation_seed = 123;
   auto ds = open_instance_source(s);
-  PackedFslDataset direct(permute_sources(f.paths, 123), 8, kDolma2Vocab, opts());
+  PackedFslDataset direct(permute_sources(f.paths, 123), 8, olmo::kDolma2VocabSize, opts());
   EXPECT_EQ(ds->fingerprint(), direct.fingerprint());
   EXPECT_EQ(ds->size(), direct.size());
   s.eos_id = -1;

@@ -216,7 +216,7 @@ TEST(Benchmark, SuiteFileErrorsNameTheLine) {
 }
 
 TEST(Benchmark, TokenizeItemAndCheckedInSuites) {
-  data::Tokenizer tok = data::Tokenizer::load(std::string(OLMO_SOURCE_DIR) +
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(std::string(OLMO_SOURCE_DIR) +
                                               "/data/tokenizer/cl100k_base.tiktoken");
   SuiteItem it{"i", "The word \"cat\" means", {" a small animal", " caf\xc3\xa9"}, 0};
   TokenizedItem t = tokenize_item(it, tok);

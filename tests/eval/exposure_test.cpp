@@ -120,7 +120,7 @@ TEST(Exposure, CanaryFileErrors) {
 }
 
 TEST(Exposure, EvaluatorMatchesDirectScoring) {
-  data::Tokenizer tok = data::Tokenizer::load(std::string(OLMO_SOURCE_DIR) +
+  tokenizer::Tokenizer tok = tokenizer::Tokenizer::load(std::string(OLMO_SOURCE_DIR) +
                                               "/data/tokenizer/cl100k_base.tiktoken");
   auto v = specs();
   fs::path p = write_canaries(v, "ok");

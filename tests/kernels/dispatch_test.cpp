@@ -1,5 +1,6 @@
-// ISA dispatch: the override clamps to the detected ISA; every elementwise kernel under each ISA
-// matches a double reference on odd sizes (tails) and offsets (unaligned pointers);
+// ISA dispatch: the override clamps to the detected ISA; pick() (OLMO_DISPATCH) follows
+// active_isa(), so each override reaches its own stamped copy; every elementwise kernel under
+// each ISA matches a double reference on odd sizes (tails) and offsets (unaligned pointers);
 // sum_squares is deterministic across thread counts.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/cpu.h"
+#include "kernels/dispatch.h"
 #include "kernels/isa_util.h"
 #include "kernels/elementwise.h"
 #include "kernels/gradcheck.h"
@@ -30,6 +32,14 @@ TEST(Dispatch, OverrideIsClampedAndCleared) {
   EXPECT_EQ(olmo::active_isa(), olmo::detected_isa());
   olmo::clear_isa_override();
   EXPECT_LE(int(olmo::active_isa()), int(olmo::detected_isa()));
+}
+
+TEST(Dispatch, PickFollowsActiveIsa) {
+  IsaGuard g;
+  for (auto isa : isas()) {
+    olmo::set_isa_override(isa);
+    EXPECT_EQ(pick(0, 1, 2), static_cast<int>(isa)) << olmo::isa_name(isa);
+  }
 }
 
 TEST(Dispatch, ElementwiseMatchReferenceUnderEachIsa) {

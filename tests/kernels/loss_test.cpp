@@ -34,7 +34,7 @@ std::vector<int32_t> make_targets(int64_t N, int64_t V, uint64_t seed) {
   uint64_t x = seed;
   for (int64_t i = 0; i < N; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
-    t[i] = (x >> 60) == 0 ? kIgnoreIndex : int32_t((x >> 20) % V);  // ~1/16 ignored
+    t[i] = (x >> 60) == 0 ? olmo::kIgnoreIndex : int32_t((x >> 20) % V);  // ~1/16 ignored
   }
   return t;
 }
@@ -45,7 +45,7 @@ TEST(LmHeadLoss, FastMatchesReference) {
   for (S c : {S{37, 24, 1000, 8}, S{64, 48, 517, 0}, S{5, 16, 3001, 2}, S{50, 40, 96, 64}}) {
     auto xd = randn(c.N * c.D, 1, 1.0), Wd = randn(c.V * c.D, 2, 0.5), dW0 = randn(c.V * c.D, 3);
     auto t = make_targets(c.N, c.V, c.N * 31 + c.V);
-    t[1] = kIgnoreIndex;
+    t[1] = olmo::kIgnoreIndex;
     auto x = to<float>(xd), W = to<float>(Wd);
     const float zc = 1e-2f, gs = 0.25f;  // zc large enough that the z term shows in the gradient
     std::vector<double> rdx(x.size());
@@ -66,7 +66,7 @@ TEST(LmHeadLoss, FastMatchesReference) {
       EXPECT_LT(rel_l2(dx, rdx), 1e-5);
       EXPECT_LT(rel_l2(dW, rdW), 1e-6);  // accumulated onto dW0
       for (int64_t i = 0; i < c.N; ++i) {
-        if (t[i] != kIgnoreIndex) continue;
+        if (t[i] != olmo::kIgnoreIndex) continue;
         for (int64_t d = 0; d < c.D; ++d) EXPECT_EQ(dx[i * c.D + d], 0.0f);
       }
       // Loss only (no gradients) gives the same sums.
@@ -82,7 +82,7 @@ TEST(LmHeadLoss, FastMatchesReference) {
 // Central differences of grad_scale * (ce_sum + z_coef * z_sum) w.r.t. x and W, in double.
 TEST(LmHeadLoss, ReferenceGradientCheck) {
   const int64_t N = 5, D = 3, V = 7;
-  const std::vector<int32_t> t = {2, kIgnoreIndex, 6, 0, 2};
+  const std::vector<int32_t> t = {2, olmo::kIgnoreIndex, 6, 0, 2};
   const double zc = 0.1, gs = 0.7;
   std::vector<double> p = randn(N * D + V * D, 9, 1.5);
   auto f = [&](const std::vector<double>& p) {
@@ -102,7 +102,7 @@ TEST(LmHeadLoss, ReferenceGradientCheck) {
 TEST(LmHeadLoss, ZeroWeightsGiveLogV) {
   const int64_t N = 4, D = 8, V = 300;
   std::vector<float> x(N * D, 1.0f), W(V * D, 0.0f);
-  std::vector<int32_t> t = {0, 5, kIgnoreIndex, 299};
+  std::vector<int32_t> t = {0, 5, olmo::kIgnoreIndex, 299};
   LossSums r = lm_head_loss(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f, nullptr, nullptr);
   EXPECT_EQ(r.count, 3);
   EXPECT_NEAR(r.ce_sum, 3 * std::log(300.0), 1e-5);
@@ -112,7 +112,7 @@ TEST(LmHeadLoss, ZeroWeightsGiveLogV) {
 TEST(LmHeadLoss, AllIgnored) {
   const int64_t N = 3, D = 4, V = 10;
   std::vector<float> x(N * D, 1.0f), W(V * D, 0.5f), dx(N * D, NAN), dW(V * D, 2.0f);
-  std::vector<int32_t> t(N, kIgnoreIndex);
+  std::vector<int32_t> t(N, olmo::kIgnoreIndex);
   LossSums r = lm_head_loss(x.data(), W.data(), t.data(), N, D, V, 1e-5f, 1.0f, dx.data(),
                             dW.data());
   EXPECT_EQ(r.count, 0);

@@ -1,7 +1,9 @@
-// Peak calibration: returns a plausible positive GFLOP/s under each ISA, quickly. (Speed
-// figures themselves belong to bench/, not to tests.)
+// Peak calibration: the fp32 FMA peak is a plausible positive GFLOP/s under each ISA, the bf16
+// dot-product peak 0 or plausible against it, both quickly. (Speed figures themselves belong to
+// bench/, not to tests.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/cpu.h"
@@ -21,4 +23,23 @@ TEST(Peak, PlausibleUnderEachIsaAndBoundedTime) {
     EXPECT_LT(dt, 2.0) << olmo::isa_name(olmo::Isa(i));
   }
   olmo::clear_isa_override();
+}
+
+// bf16 dot-product peak: 0 without AVX512_BF16; where supported, positive and within a plausible
+// factor of the fp32 FMA peak measured the same way (VDPBF16PS does 4 flops per fp32 lane, an FMA
+// 2: typically 1-2x the fp32 figure; the bounds leave room for a busy shared machine).
+TEST(Peak, Bf16PeakZeroWithoutAvx512Bf16ElsePlausibleVsFp32) {
+  const double t0 = olmo::now_seconds();
+  const double b = olmo::kernels::measure_bf16_peak_gflops(0.05, 1);
+  EXPECT_LT(olmo::now_seconds() - t0, 2.0);
+  if (!olmo::cpu_has_avx512_bf16()) {
+    EXPECT_EQ(b, 0.0);
+    GTEST_SKIP() << "CPU lacks AVX512_BF16: measure_bf16_peak_gflops returned 0 as specified";
+  }
+  // Best of two fp32 measurements around the bf16 one (the machine may be shared).
+  const double f = std::max(olmo::kernels::measure_fp32_peak_gflops(0.05, 1),
+                            olmo::kernels::measure_fp32_peak_gflops(0.05, 1));
+  EXPECT_TRUE(std::isfinite(b));
+  EXPECT_GT(b, 0.5 * f) << "bf16 " << b << " fp32 " << f;
+  EXPECT_LT(b, 8.0 * f) << "bf16 " << b << " fp32 " << f;
 }

@@ -65,7 +65,7 @@ TEST(YarnDocMask, MatchesPyTorchReference) {
   auto label_len = nlohmann::json::parse(read_file(dir + "/label_len.json"));
   const int64_t B = int64_t(doc_lens.size()), T = int64_t(ids.size()) / B, V = c.vocab_size;
   // doc ids: ordinal of each token's document; targets: next token inside the real tokens.
-  std::vector<int32_t> doc(ids.size()), tgt(ids.size(), kernels::kIgnoreIndex);
+  std::vector<int32_t> doc(ids.size()), tgt(ids.size(), olmo::kIgnoreIndex);
   for (int64_t b = 0; b < B; ++b) {
     int64_t t = 0;
     for (size_t k = 0; k < doc_lens[size_t(b)].size(); ++k)

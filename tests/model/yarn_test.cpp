@@ -172,7 +172,7 @@ Result run(Olmo3& m, const std::vector<int32_t>& ids, int64_t B, int64_t T) {
   std::vector<int32_t> tgt(ids.size());
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
-      tgt[b * T + t] = t + 1 < T ? ids[b * T + t + 1] : kernels::kIgnoreIndex;
+      tgt[b * T + t] = t + 1 < T ? ids[b * T + t + 1] : olmo::kIgnoreIndex;
   m.zero_grad();
   auto s = m.forward_backward(ids.data(), tgt.data(), nullptr, B, T, 1.0f / float(B * (T - 1)),
                               0.0f);

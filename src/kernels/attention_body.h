@@ -1,0 +1,396 @@
+// Internal: flash-attention style tiled forward and backward (contract in attention.h), written
+// once over simd.h's Vec and stamped per ISA (attention.cpp: scalar; stamp_avx2.cpp,
+// stamp_avx512.cpp). Entry points attention_fwd_tiled / attention_bwd_tiled; helpers have
+// internal linkage and no std:: templates are used, so the copies cannot be merged across ISAs.
+//
+// Tiles: kBr query rows x kBc keys. Inner products are register-blocked micro-kernels
+// (kMR rows x kNV vectors of accumulators): C[M,N] (+)= A[M,K] B[K,N], A read by broadcast with
+// arbitrary strides (so P^T and dS^T need no transpose), B row-major with N a multiple of the
+// vector width. Operands are repacked (keys padded to a tile multiple, head dim to the vector
+// width) so every B operand is contiguous: forward V [Tp, hdp] per kv head and Q^T per query
+// tile; backward K^T, V^T (tile-major) per kv head, Q, dO per query head.
+//
+// Forward: task = (b, h, query tile), OpenMP dynamic schedule. It computes S^T = K Q^T (keys x
+//   queries), so the online softmax (base 2: p = 2^(s * scale * log2e - m)) runs down columns
+//   with the running max/sum of 16 queries in one vector, no horizontal reductions; then
+//   O += P V. Key tiles outside the causal window / other documents are skipped, tiles
+//   straddling the mask boundary get an element mask (-inf before the exp).
+// Cost (hd 64, 2 threads, see bench/results/attention_loss.md): ~84% of the forward's time and
+//   ~80% of the backward's is in micro(); the backward does 5 tile products per tile pair
+//   (S recomputed) where the FLOP convention credits 4.
+// Backward: task = (b, kv head): for each query head of the group, for each key tile j, for each
+//   query tile i that can see it: S = Q K^T, P = 2^(S c - lse_2), dV_j += P^T dO, dP = dO V^T,
+//   dS = P (dP - D) scale, dK_j += dS^T Q, dQ_i += dS K. Every output row is owned by one task
+//   and summed in a fixed order: deterministic and independent of the thread count.
+#pragma once
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/attention.h"
+#include "kernels/simd.h"
+
+#define OLMO_ATTENTION_BODY_DECLS                                                              \
+  void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, const float* v, \
+                           const int32_t* doc_ids, float* out, float* lse);                    \
+  void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, const float* v, \
+                           const int32_t* doc_ids, const float* out, const float* lse,         \
+                           const float* dout, float* dq, float* dk, float* dv);
+
+namespace olmo::kernels {
+OLMO_FOR_EACH_ISA(OLMO_ATTENTION_BODY_DECLS)
+
+namespace OLMO_ISA_NS {
+namespace {
+
+// 64 x 64 measured best among {32, 48, 64, 96}^2 at hd 64 (forward and backward).
+constexpr int64_t kBr = 64;  // query rows per tile (multiple of every vector width)
+constexpr int64_t kBc = 64;  // keys per tile (multiple of every vector width)
+// Register blocking: MR rows x NV vectors of accumulators (+ NV B vectors + 1 broadcast).
+constexpr int kMR = Vec::W == 16 ? 6 : Vec::W == 8 ? 6 : 4;
+constexpr int kNV = Vec::W == 16 ? 4 : Vec::W == 8 ? 2 : 4;
+constexpr float kLog2eF = 1.4426950408889634f;
+constexpr float kLn2F = 0.6931471805599453f;
+
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+inline int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
+
+float* falloc(int64_t n) {
+  return static_cast<float*>(aligned_alloc(64, static_cast<size_t>(round_up(n * 4, 64))));
+}
+
+// Per-thread scratch that persists across calls and only grows (slot = which buffer): the tile
+// buffers are reused by every call on this thread, so no page faults in the steady state. Never
+// freed (bounded by the largest call seen: ~8 * T * hd floats per thread for the backward, plus
+// a copy of V on the calling thread for the forward).
+struct Scratch {
+  float* p;
+  int64_t cap;
+};
+float* scratch(int slot, int64_t n) {
+  static thread_local Scratch s[16];
+  if (s[slot].cap < n) {
+    free(s[slot].p);
+    s[slot].p = falloc(n);
+    s[slot].cap = n;
+  }
+  return s[slot].p;
+}
+
+// C[MR, NV*W] (+)= sum_p A[r*sai + p*sap] * B[p*ldb + 0 .. NV*W).
+template <int MR, int NV>
+inline void micro(int64_t K, const float* A, int64_t sai, int64_t sap, const float* B,
+                  int64_t ldb, float* C, int64_t ldc, bool acc) {
+  constexpr int W = Vec::W;
+  Vec::R c[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) c[r][v] = acc ? Vec::load(C + r * ldc + v * W) : Vec::zero();
+  for (int64_t p = 0; p < K; ++p) {
+    Vec::R b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = Vec::load(B + p * ldb + v * W);
+    const float* a = A + p * sap;
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const Vec::R ar = Vec::set1(a[r * sai]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) c[r][v] = Vec::fmadd(ar, b[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) Vec::store(C + r * ldc + v * W, c[r][v]);
+}
+
+template <int MR>
+inline void micro_nv(int nv, int64_t K, const float* A, int64_t sai, int64_t sap, const float* B,
+                     int64_t ldb, float* C, int64_t ldc, bool acc) {
+  static_assert(kNV == 2 || kNV == 4);
+  switch (nv) {
+    case 1: micro<MR, 1>(K, A, sai, sap, B, ldb, C, ldc, acc); break;
+    case 2: micro<MR, 2>(K, A, sai, sap, B, ldb, C, ldc, acc); break;
+    case 3: micro<MR, (kNV >= 3 ? 3 : 1)>(K, A, sai, sap, B, ldb, C, ldc, acc); break;
+    default: micro<MR, kNV>(K, A, sai, sap, B, ldb, C, ldc, acc); break;
+  }
+}
+
+// C[M, N] (+)= A[M, K] B[K, N] with A(i, p) = A[i*sai + p*sap]; N % Vec::W == 0.
+void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai, int64_t sap,
+               const float* B, int64_t ldb, float* C, int64_t ldc, bool acc) {
+  constexpr int W = Vec::W;
+  for (int64_t n0 = 0; n0 < N; n0 += kNV * W) {
+    const int nv = static_cast<int>(imin(kNV, (N - n0) / W));
+    for (int64_t m0 = 0; m0 < M; m0 += kMR) {
+      const float* a = A + m0 * sai;
+      const float* b = B + n0;
+      float* c = C + m0 * ldc + n0;
+      switch (imin(kMR, M - m0)) {
+        case 1: micro_nv<1>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 2: micro_nv<2>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 3: micro_nv<3>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 4: micro_nv<4>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 5: micro_nv<(kMR >= 5 ? 5 : 1)>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+        default: micro_nv<kMR>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+      }
+    }
+  }
+}
+
+// Causal/window relation of query rows [i0, i1) and keys [j0, j1): 0 none visible, 1 all
+// visible, 2 mixed (needs the element mask).
+inline int classify_window(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t w) {
+  if (j0 > i1 - 1) return 0;
+  if (w > 0 && i0 - (j1 - 1) >= w) return 0;
+  if (j1 - 1 <= i0 && (w <= 0 || (i1 - 1) - j0 < w)) return 1;
+  return 2;
+}
+
+// Document relation of the same tiles (keys clipped to T): 0 disjoint, 1 one shared document,
+// 2 mixed.
+inline int classify_docs(const int32_t* doc, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  if (!doc) return 1;
+  int32_t qmin = doc[i0], qmax = doc[i0], kmin = doc[j0], kmax = doc[j0];
+  for (int64_t i = i0; i < i1; ++i) qmin = doc[i] < qmin ? doc[i] : qmin, qmax = doc[i] > qmax ? doc[i] : qmax;
+  for (int64_t j = j0; j < j1; ++j) kmin = doc[j] < kmin ? doc[j] : kmin, kmax = doc[j] > kmax ? doc[j] : kmax;
+  if (kmax < qmin || kmin > qmax) return 0;
+  if (qmin == qmax && kmin == kmax && qmin == kmin) return 1;
+  return 2;
+}
+
+// Set S[r, c] = -inf where key j0 + c is hidden from query i0 + r (rows < rows, kBc columns).
+// The causal/window part is a contiguous visible range per row, so two constant fills.
+void apply_mask(float* S, int64_t rows, int64_t i0, int64_t j0, int64_t w, const int32_t* doc,
+                bool doc_mixed) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const int64_t lo = (w > 0 ? imax(j0, i - w + 1) : j0) - j0, hi = imin(j0 + kBc - 1, i) - j0;
+    float* s = S + r * kBc;
+    for (int64_t c = 0; c < lo && c < kBc; ++c) s[c] = -INFINITY;
+    for (int64_t c = hi + 1 > 0 ? hi + 1 : 0; c < kBc; ++c) s[c] = -INFINITY;
+    if (doc_mixed)
+      for (int64_t c = lo; c <= hi; ++c)
+        if (doc[j0 + c] != doc[i]) s[c] = -INFINITY;
+  }
+}
+
+// K^T in tile-major order, kt[(jt * hd + p) * kBc + c] = k[key jt*kBc + c][p] (zero padded), so
+// each key tile's [hd, kBc] block is one contiguous 16 KB run (a row stride of T floats would
+// put every row of the block in the same L1 set).
+void pack_kt(const float* k, int64_t T, int64_t KV, int64_t hd, int64_t Tp, int64_t g,
+             float* kt) {
+  for (int64_t j0 = 0; j0 < Tp; j0 += kBc) {
+    float* blk = kt + j0 * hd;
+    for (int64_t c = 0; c < kBc; ++c) {
+      const int64_t t = j0 + c;
+      if (t < T) {
+        const float* src = k + (t * KV + g) * hd;
+        for (int64_t p = 0; p < hd; ++p) blk[p * kBc + c] = src[p];
+      } else {
+        for (int64_t p = 0; p < hd; ++p) blk[p * kBc + c] = 0.0f;
+      }
+    }
+  }
+}
+// xp[t, 0..hdp) = x[t * stride + 0..hd), zero padded to hdp columns and Tp rows.
+void pack_rows(const float* x, int64_t T, int64_t stride, int64_t hd, int64_t Tp, int64_t hdp,
+               float* xp) {
+  for (int64_t t = 0; t < T; ++t) {
+    memcpy(xp + t * hdp, x + t * stride, sizeof(float) * hd);
+    if (hdp > hd) memset(xp + t * hdp + hd, 0, sizeof(float) * (hdp - hd));
+  }
+  if (Tp > T) memset(xp + T * hdp, 0, sizeof(float) * (Tp - T) * hdp);
+}
+
+// Transposed tile mask: S^T[r, c] = -inf where key j0 + r is hidden from query i0 + c
+// (kr key rows, kBr query columns; columns >= rows are padding and left alone for docs).
+void apply_mask_t(float* St, int64_t kr, int64_t rows, int64_t i0, int64_t j0, int64_t w,
+                  const int32_t* doc, bool doc_mixed) {
+  for (int64_t r = 0; r < kr; ++r) {
+    const int64_t j = j0 + r;
+    const int64_t lo = imax(0, j - i0), hi = w > 0 ? imin(kBr - 1, j + w - 1 - i0) : kBr - 1;
+    float* s = St + r * kBr;
+    for (int64_t c = 0; c < lo && c < kBr; ++c) s[c] = -INFINITY;
+    for (int64_t c = hi + 1 > 0 ? hi + 1 : 0; c < kBr; ++c) s[c] = -INFINITY;
+    if (doc_mixed)
+      for (int64_t c = lo; c <= hi && c < rows; ++c)
+        if (doc[i0 + c] != doc[j]) s[c] = -INFINITY;
+  }
+}
+
+}  // namespace
+
+void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, const float* v,
+                         const int32_t* doc_ids, float* out, float* lse) {
+  constexpr int W = Vec::W;
+  const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, G = H / KV, w = s.window;
+  const int64_t Tp = round_up(T, kBc), hdp = round_up(hd, W), nt = (T + kBr - 1) / kBr;
+  const float c = static_cast<float>(1.0 / sqrt(static_cast<double>(hd))) * kLog2eF;
+  // V rows repacked contiguously per kv head (a row stride of KV*hd floats would alias in L1),
+  // in the calling thread's scratch slot 15 (the workers use slots 0..5).
+  float* vp = scratch(15, B * KV * Tp * hdp);
+#pragma omp parallel for schedule(static)
+  for (int64_t bg = 0; bg < B * KV; ++bg) {
+    const int64_t b = bg / KV, g = bg % KV;
+    pack_rows(v + (b * T * KV + g) * hd, T, KV * hd, hd, Tp, hdp, vp + bg * Tp * hdp);
+  }
+#pragma omp parallel
+  {
+    // S^T tile [kBc keys, kBr queries]: the softmax runs down columns, so the running max/sum
+    // of 16 queries live in one vector and no horizontal reductions are needed.
+    float* St = scratch(0, kBc * kBr);
+    float* O = scratch(1, kBr * hdp);
+    float* Qt = scratch(2, hd * kBr);  // Q tile transposed [hd, kBr], zero padded
+    float* m = scratch(3, kBr);        // running max, log2 units
+    float* l = scratch(4, kBr);        // running sum
+    float* alpha = scratch(5, kBr);    // per-tile rescale
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < B * H * nt; ++task) {
+      // Largest tiles (latest queries) first for better balance.
+      const int64_t it = nt - 1 - task % nt, h = (task / nt) % H, b = task / (nt * H);
+      const int64_t i0 = it * kBr, rows = imin(kBr, T - i0), i1 = i0 + rows;
+      const int64_t g = h / G, bg = b * KV + g;
+      const int32_t* doc = doc_ids ? doc_ids + b * T : nullptr;
+      for (int64_t r = 0; r < kBr; ++r) {
+        const float* qr = q + ((b * T + i0 + r) * H + h) * hd;
+        for (int64_t x = 0; x < hd; ++x) Qt[x * kBr + r] = r < rows ? qr[x] : 0.0f;
+      }
+      memset(O, 0, sizeof(float) * kBr * hdp);
+      for (int64_t r = 0; r < kBr; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+      const int64_t jstart = w > 0 ? imax(0, i0 - w + 1) / kBc * kBc : 0;
+      for (int64_t j0 = jstart; j0 < i1; j0 += kBc) {
+        const int cw = classify_window(i0, i1, j0, j0 + kBc, w);
+        if (cw == 0) continue;
+        const int cd = classify_docs(doc, i0, i1, j0, imin(j0 + kBc, T));
+        if (cd == 0) continue;
+        const int64_t kr = imin(kBc, T - j0);
+        tile_gemm(kr, kBr, hd, k + ((b * T + j0) * KV + g) * hd, KV * hd, 1, Qt, kBr, St, kBr,
+                  false);
+        for (int64_t x = kr * kBr; x < kBc * kBr; ++x) St[x] = -INFINITY;
+        if (cw == 2 || cd == 2) apply_mask_t(St, kr, rows, i0, j0, w, doc, cd == 2);
+        const Vec::R cv = Vec::set1(c), lowest = Vec::set1(-3.0e38f);
+        for (int64_t x = 0; x < kBr; x += W) {
+          Vec::R mx = Vec::load(St + x);
+          for (int64_t r = 1; r < kBc; ++r) mx = Vec::max(mx, Vec::load(St + r * kBr + x));
+          const Vec::R mold = Vec::load(m + x);
+          const Vec::R mnew = Vec::max(mold, Vec::mul(mx, cv));
+          // Columns with nothing visible yet keep mnew = -inf; the finite stand-in makes their
+          // p = 2^-inf = 0 and alpha = 0 instead of NaN.
+          const Vec::R nm = Vec::sub(Vec::zero(), Vec::max(mnew, lowest));
+          const Vec::R a = vexp2(Vec::add(mold, nm));
+          Vec::R sum = Vec::zero();
+          for (int64_t r = 0; r < kBc; ++r) {
+            const Vec::R p = vexp2(Vec::fmadd(Vec::load(St + r * kBr + x), cv, nm));
+            Vec::store(St + r * kBr + x, p);
+            sum = Vec::add(sum, p);
+          }
+          Vec::store(l + x, Vec::fmadd(Vec::load(l + x), a, sum));
+          Vec::store(m + x, mnew);
+          Vec::store(alpha + x, a);
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          if (alpha[r] == 1.0f) continue;
+          const Vec::R av = Vec::set1(alpha[r]);
+          for (int64_t x = 0; x < hdp; x += W)
+            Vec::store(O + r * hdp + x, Vec::mul(av, Vec::load(O + r * hdp + x)));
+        }
+        tile_gemm(rows, hdp, kBc, St, 1, kBr, vp + (bg * Tp + j0) * hdp, hdp, O, hdp, true);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const float inv = 1.0f / l[r];
+        float* o = out + ((b * T + i0 + r) * H + h) * hd;
+        for (int64_t x = 0; x < hd; ++x) o[x] = O[r * hdp + x] * inv;
+        lse[(b * H + h) * T + i0 + r] = (m[r] + log2f(l[r])) * kLn2F;
+      }
+    }
+  }
+}
+
+void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, const float* v,
+                         const int32_t* doc_ids, const float* out, const float* lse,
+                         const float* dout, float* dq, float* dk, float* dv) {
+  constexpr int W = Vec::W;
+  const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, G = H / KV, w = s.window;
+  const int64_t Tp = round_up(T, kBc), hdp = round_up(hd, W);
+  const float scale = static_cast<float>(1.0 / sqrt(static_cast<double>(hd)));
+  const float c = scale * kLog2eF;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t bg = 0; bg < B * KV; ++bg) {
+    const int64_t b = bg / KV, g = bg % KV;
+    const int32_t* doc = doc_ids ? doc_ids + b * T : nullptr;
+    float* kt = scratch(0, hd * Tp);
+    float* vt = scratch(1, hd * Tp);
+    float* kp = scratch(2, Tp * hdp);
+    float* qp = scratch(3, Tp * hdp);
+    float* dop = scratch(4, Tp * hdp);
+    float* dqb = scratch(5, Tp * hdp);
+    float* dkb = scratch(6, Tp * hdp);
+    float* dvb = scratch(7, Tp * hdp);
+    float* P = scratch(8, kBr * kBc);
+    float* dS = scratch(9, kBr * kBc);
+    float* D = scratch(10, Tp);
+    float* L2 = scratch(11, Tp);
+    memset(dkb, 0, sizeof(float) * Tp * hdp);
+    memset(dvb, 0, sizeof(float) * Tp * hdp);
+    pack_kt(k + b * T * KV * hd, T, KV, hd, Tp, g, kt);
+    pack_kt(v + b * T * KV * hd, T, KV, hd, Tp, g, vt);
+    pack_rows(k + (b * T * KV + g) * hd, T, KV * hd, hd, Tp, hdp, kp);
+    for (int64_t h = g * G; h < (g + 1) * G; ++h) {
+      pack_rows(q + (b * T * H + h) * hd, T, H * hd, hd, Tp, hdp, qp);
+      pack_rows(dout + (b * T * H + h) * hd, T, H * hd, hd, Tp, hdp, dop);
+      memset(dqb, 0, sizeof(float) * Tp * hdp);
+      for (int64_t t = 0; t < T; ++t) {
+        const float* o = out + ((b * T + t) * H + h) * hd;
+        float d = 0.0f;
+        for (int64_t x = 0; x < hd; ++x) d += dop[t * hdp + x] * o[x];
+        D[t] = d;
+        L2[t] = lse[(b * H + h) * T + t] * kLog2eF;
+      }
+      for (int64_t j0 = 0; j0 < T; j0 += kBc) {
+        const int64_t iend = w > 0 ? imin(T, j0 + kBc - 1 + w) : T;
+        for (int64_t i0 = j0; i0 < iend; i0 += kBr) {
+          const int64_t rows = imin(kBr, T - i0), i1 = i0 + rows;
+          const int cw = classify_window(i0, i1, j0, j0 + kBc, w);
+          if (cw == 0) continue;
+          const int cd = classify_docs(doc, i0, i1, j0, imin(j0 + kBc, T));
+          if (cd == 0) continue;
+          tile_gemm(rows, kBc, hd, qp + i0 * hdp, hdp, 1, kt + j0 * hd, kBc, P, kBc, false);
+          if (cw == 2 || cd == 2) apply_mask(P, rows, i0, j0, w, doc, cd == 2);
+          const Vec::R cv = Vec::set1(c);
+          for (int64_t r = 0; r < rows; ++r) {
+            const Vec::R nl = Vec::set1(-L2[i0 + r]);
+            for (int64_t x = 0; x < kBc; x += W)
+              Vec::store(P + r * kBc + x,
+                         vexp2(Vec::fmadd(Vec::load(P + r * kBc + x), cv, nl)));
+          }
+          tile_gemm(kBc, hdp, rows, P, 1, kBc, dop + i0 * hdp, hdp, dvb + j0 * hdp, hdp, true);
+          tile_gemm(rows, kBc, hd, dop + i0 * hdp, hdp, 1, vt + j0 * hd, kBc, dS, kBc, false);
+          const Vec::R sv = Vec::set1(scale);
+          for (int64_t r = 0; r < rows; ++r) {
+            const Vec::R dr = Vec::set1(D[i0 + r]);
+            for (int64_t x = 0; x < kBc; x += W) {
+              const Vec::R p = Vec::load(P + r * kBc + x);
+              const Vec::R t = Vec::mul(Vec::sub(Vec::load(dS + r * kBc + x), dr), sv);
+              Vec::store(dS + r * kBc + x, Vec::mul(p, t));
+            }
+          }
+          tile_gemm(kBc, hdp, rows, dS, 1, kBc, qp + i0 * hdp, hdp, dkb + j0 * hdp, hdp, true);
+          tile_gemm(rows, hdp, kBc, dS, kBc, 1, kp + j0 * hdp, hdp, dqb + i0 * hdp, hdp, true);
+        }
+      }
+      for (int64_t t = 0; t < T; ++t)
+        memcpy(dq + ((b * T + t) * H + h) * hd, dqb + t * hdp, sizeof(float) * hd);
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      memcpy(dk + ((b * T + t) * KV + g) * hd, dkb + t * hdp, sizeof(float) * hd);
+      memcpy(dv + ((b * T + t) * KV + g) * hd, dvb + t * hdp, sizeof(float) * hd);
+    }
+  }
+}
+
+}  // namespace OLMO_ISA_NS
+}  // namespace olmo::kernels

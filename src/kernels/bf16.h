@@ -1,0 +1,44 @@
+// bfloat16 storage and fp32 <-> bf16 conversion for the bf16_mixed precision (bf16 GEMM inputs,
+// fp32 everything else; see model/olmo3.h).
+//
+// bf16 is the upper half of an IEEE fp32 (1 sign, 8 exponent, 7 mantissa bits), stored as
+// uint16_t (bf16_t). fp32 -> bf16 rounds to nearest, ties to even, exactly as PyTorch's
+// c10::BFloat16 (round_to_nearest_even): bits + 0x7fff + ((bits >> 16) & 1), upper 16 bits;
+// NaN -> 0x7fc0 (a quiet NaN); denormals are kept (not flushed); values past the largest bf16
+// round to +-inf. Relative rounding error <= 2^-9 (unit roundoff u = 2^-8 / 2). bf16 -> fp32 is
+// exact (a shift).
+//
+// f32_to_bf16 / bf16_to_f32: n elements, OpenMP over blocks for large n, per-ISA loops
+// (bf16_avx2.cpp, bf16_avx512.cpp: the same integer formula, vectorised by the compiler), so
+// every path gives the same bits as the scalar reference. Cost: memory-bound, 6 bytes/element.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace olmo::kernels {
+
+using bf16_t = uint16_t;
+
+// Reference conversions (one element; also what the fast paths compute).
+inline bf16_t f32_to_bf16_ref(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN
+  return bf16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float bf16_to_f32_ref(bf16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+void f32_to_bf16(const float* x, bf16_t* y, int64_t n);
+void bf16_to_f32(const bf16_t* x, float* y, int64_t n);
+
+// True when this CPU has native bf16 dot products (olmo::cpu_has_avx512_bf16(): VDPBF16PS) and
+// the active ISA (OLMO_ISA / olmo::set_isa_override) is AVX-512. OLMO_BF16=0 in the environment
+// reports false (to test the fallback on a CPU that has it).
+bool cpu_has_bf16();
+
+}  // namespace olmo::kernels

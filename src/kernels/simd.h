@@ -1,0 +1,230 @@
+// The one SIMD wrapper every vectorised kernel body is written over (*_body.h), and the stamp
+// that puts each body into one namespace per ISA.
+//
+// Lanes come from the compiler flags of the including translation unit:
+//   __AVX512F__            -> Vec: 16 floats (zmm),  OLMO_ISA_NS isa_avx512, 64-byte int vectors
+//   __AVX2__ && __FMA__    -> Vec:  8 floats (ymm),  OLMO_ISA_NS isa_avx2,   32-byte int vectors
+//   otherwise (baseline)   -> Vec:  1 float (plain), OLMO_ISA_NS isa_scalar, 16-byte int vectors
+// A body is compiled three times: once in its public .cpp (baseline flags: the isa_scalar copy)
+// and once in each of stamp_avx2.cpp / stamp_avx512.cpp (CMake gives files ending _avx2.cpp /
+// _avx512.cpp those flags). Everything a body defines lives in namespace OLMO_ISA_NS (so the
+// copies have different mangled names) and Vec has internal linkage: the linker can never merge
+// an AVX-512 copy into baseline code. Bodies therefore use only <math.h>/<stdint.h>/<string.h>
+// functions and builtins, never std:: templates or inline functions of other headers.
+// The public .cpp picks a copy at run time with OLMO_DISPATCH (kernels/dispatch.h).
+//
+// Vec: zero, set1, load/store (unaligned), load_n/store_n (first n lanes, n >= 1; the rest
+// read as 0 and not written), add, sub, mul, div, fmadd (a*b+c, one rounding), fmsub (a*b-c),
+// fnmadd (c-a*b), min, max, round (to nearest even), ldexp(p, k) (p * 2^k, k integral in
+// [-126, 128]), lt_zero(x, lim, v) (v, 0 where x < lim), hsum/hmax (fixed lane order),
+// opaque(r) (the optimiser must assume r changed: keeps register loops honest), and
+// sq_acc_d(v, lo, hi) / hsum_d(lo, hi): v^2 accumulated in double per lane.
+// After the structs: exp(x) (Cephes, within ~2 ulp of expf) and exp2(x) (for x <= 0, relative
+// error ~2e-7, exactly 0 below -126), written once over Vec for the vector ISAs; the scalar Vec
+// uses expf / exp2f.
+#pragma once
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+// GCC 12 warns falsely about _mm512_undefined_ps() inside its own intrinsics headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#endif
+
+// Stamp the same declarations into the three ISA namespaces (used by the body headers, inside
+// their library's namespace): OLMO_FOR_EACH_ISA(DECLS_MACRO).
+#define OLMO_FOR_EACH_ISA(decls)   \
+  namespace isa_scalar { decls }   \
+  namespace isa_avx2 { decls }     \
+  namespace isa_avx512 { decls }
+
+#if defined(__AVX512F__)
+#define OLMO_ISA_NS isa_avx512
+#define OLMO_SIMD_BYTES 64
+#elif defined(__AVX2__) && defined(__FMA__)
+#define OLMO_ISA_NS isa_avx2
+#define OLMO_SIMD_BYTES 32
+#else
+#define OLMO_ISA_NS isa_scalar
+#define OLMO_SIMD_BYTES 16
+#endif
+
+namespace {
+
+#if defined(__AVX512F__)
+struct Vec {
+  using R = __m512;
+  using D = __m512d;
+  static constexpr int W = 16;
+  static __mmask16 mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
+  static R zero() { return _mm512_setzero_ps(); }
+  static R set1(float a) { return _mm512_set1_ps(a); }
+  static R load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, R a) { _mm512_storeu_ps(p, a); }
+  static R load_n(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store_n(float* p, R a, int64_t n) { _mm512_mask_storeu_ps(p, mask(n), a); }
+  static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
+  static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm512_div_ps(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  static R fmsub(R a, R b, R c) { return _mm512_fmsub_ps(a, b, c); }
+  static R fnmadd(R a, R b, R c) { return _mm512_fnmadd_ps(a, b, c); }
+  static R min(R a, R b) { return _mm512_min_ps(a, b); }
+  static R max(R a, R b) { return _mm512_max_ps(a, b); }
+  static R round(R a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static R ldexp(R p, R k) { return _mm512_scalef_ps(p, k); }
+  static R lt_zero(R x, R lim, R v) {
+    return _mm512_maskz_mov_ps(static_cast<__mmask16>(~_mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ)), v);
+  }
+  static float hsum(R a) { return _mm512_reduce_add_ps(a); }
+  static float hmax(R a) { return _mm512_reduce_max_ps(a); }
+  static void opaque(R& a) { __asm__ volatile("" : "+v"(a)); }
+  static D zero_d() { return _mm512_setzero_pd(); }
+  static void sq_acc_d(R v, D& lo, D& hi) {
+    const D l = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const D h = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    lo = _mm512_fmadd_pd(l, l, lo);
+    hi = _mm512_fmadd_pd(h, h, hi);
+  }
+  static double hsum_d(D lo, D hi) { return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi)); }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+struct Vec {
+  using R = __m256;
+  using D = __m256d;
+  static constexpr int W = 8;
+  static __m256i mask(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : int(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static R zero() { return _mm256_setzero_ps(); }
+  static R set1(float a) { return _mm256_set1_ps(a); }
+  static R load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, R a) { _mm256_storeu_ps(p, a); }
+  static R load_n(const float* p, int64_t n) { return _mm256_maskload_ps(p, mask(n)); }
+  static void store_n(float* p, R a, int64_t n) { _mm256_maskstore_ps(p, mask(n), a); }
+  static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
+  static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm256_div_ps(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  static R fmsub(R a, R b, R c) { return _mm256_fmsub_ps(a, b, c); }
+  static R fnmadd(R a, R b, R c) { return _mm256_fnmadd_ps(a, b, c); }
+  static R min(R a, R b) { return _mm256_min_ps(a, b); }
+  static R max(R a, R b) { return _mm256_max_ps(a, b); }
+  static R round(R a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^k built in the exponent field for k <= 127; k = 128 as 2^127 * 2 (exact either way).
+  static R ldexp(R p, R k) {
+    const R k1 = _mm256_min_ps(k, _mm256_set1_ps(127.0f));
+    const __m256i e = _mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_cvtps_epi32(k1), _mm256_set1_epi32(127)), 23);
+    p = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_mul_ps(p, _mm256_add_ps(_mm256_set1_ps(1.0f),
+                                          _mm256_and_ps(_mm256_cmp_ps(k, k1, _CMP_GT_OQ),
+                                                        _mm256_set1_ps(1.0f))));
+  }
+  static R lt_zero(R x, R lim, R v) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ), v); }
+  static float hsum(R a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+  static float hmax(R a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+  static void opaque(R& a) { __asm__ volatile("" : "+x"(a)); }
+  static D zero_d() { return _mm256_setzero_pd(); }
+  static void sq_acc_d(R v, D& lo, D& hi) {
+    const D l = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const D h = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    lo = _mm256_fmadd_pd(l, l, lo);
+    hi = _mm256_fmadd_pd(h, h, hi);
+  }
+  static double hsum_d(D lo, D hi) {
+    const D s = _mm256_add_pd(lo, hi);
+    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  }
+};
+#else
+struct Vec {
+  using R = float;
+  using D = double;
+  static constexpr int W = 1;
+  static R zero() { return 0.0f; }
+  static R set1(float a) { return a; }
+  static R load(const float* p) { return *p; }
+  static void store(float* p, R a) { *p = a; }
+  static R load_n(const float* p, int64_t) { return *p; }
+  static void store_n(float* p, R a, int64_t) { *p = a; }
+  static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R mul(R a, R b) { return a * b; }
+  static R div(R a, R b) { return a / b; }
+  // The baseline ISA has no FMA instruction: two roundings here.
+  static R fmadd(R a, R b, R c) { return a * b + c; }
+  static R fmsub(R a, R b, R c) { return a * b - c; }
+  static R fnmadd(R a, R b, R c) { return c - a * b; }
+  static R min(R a, R b) { return a < b ? a : b; }
+  static R max(R a, R b) { return a > b ? a : b; }
+  static R round(R a) { return nearbyintf(a); }
+  static R ldexp(R p, R k) { return ldexpf(p, int(k)); }
+  static R lt_zero(R x, R lim, R v) { return x < lim ? 0.0f : v; }
+  static float hsum(R a) { return a; }
+  static float hmax(R a) { return a; }
+  static void opaque(R& a) { __asm__ volatile("" : "+m"(a)); }
+  static D zero_d() { return 0.0; }
+  static void sq_acc_d(R v, D& lo, D&) { lo += double(v) * double(v); }
+  static double hsum_d(D lo, D hi) { return lo + hi; }
+};
+#endif
+
+#if OLMO_SIMD_BYTES > 16
+// e^x: x = k ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), degree-6 Cephes polynomial for
+// e^r, then 2^k. x is clamped to [-87.34, 88.38] (k in [-126, 128]), so e^x saturates cleanly.
+inline Vec::R vexp(Vec::R x) {
+  x = Vec::min(Vec::max(x, Vec::set1(-87.33654f)), Vec::set1(88.37626f));
+  const Vec::R k = Vec::round(Vec::mul(x, Vec::set1(1.44269504088896341f)));
+  Vec::R r = Vec::fnmadd(k, Vec::set1(0.693359375f), x);
+  r = Vec::fnmadd(k, Vec::set1(-2.12194440e-4f), r);
+  Vec::R p = Vec::set1(1.9875691500e-4f);
+  p = Vec::fmadd(p, r, Vec::set1(1.3981999507e-3f));
+  p = Vec::fmadd(p, r, Vec::set1(8.3334519073e-3f));
+  p = Vec::fmadd(p, r, Vec::set1(4.1665795894e-2f));
+  p = Vec::fmadd(p, r, Vec::set1(1.6666665459e-1f));
+  p = Vec::fmadd(p, r, Vec::set1(5.0000001201e-1f));
+  p = Vec::fmadd(Vec::mul(p, r), r, r);
+  p = Vec::add(p, Vec::set1(1.0f));
+  return Vec::ldexp(p, k);
+}
+
+// 2^x for x <= 0 (softmax arguments s - max): n = round(x), f = x - n in [-0.5, 0.5], degree-7
+// polynomial, then 2^n; 0 for x < -126 (including -inf), so masked entries vanish.
+inline Vec::R vexp2(Vec::R x) {
+  const Vec::R lim = Vec::set1(-126.0f);
+  const Vec::R xc = Vec::min(Vec::max(x, lim), Vec::set1(126.0f));
+  const Vec::R n = Vec::round(xc);
+  const Vec::R f = Vec::sub(xc, n);
+  Vec::R p = Vec::set1(1.5252733804059840e-05f);
+  p = Vec::fmadd(p, f, Vec::set1(1.5403530393381606e-04f));
+  p = Vec::fmadd(p, f, Vec::set1(1.3333558146428443e-03f));
+  p = Vec::fmadd(p, f, Vec::set1(9.6181291076284772e-03f));
+  p = Vec::fmadd(p, f, Vec::set1(5.5504108664821580e-02f));
+  p = Vec::fmadd(p, f, Vec::set1(2.4022650695910071e-01f));
+  p = Vec::fmadd(p, f, Vec::set1(6.9314718055994531e-01f));
+  p = Vec::fmadd(p, f, Vec::set1(1.0f));
+  return Vec::lt_zero(x, lim, Vec::ldexp(p, n));
+}
+#else
+inline float vexp(float x) { return expf(x); }
+inline float vexp2(float x) { return x < -126.0f ? 0.0f : exp2f(x > 126.0f ? 126.0f : x); }
+#endif
+
+}  // namespace

@@ -1,8 +1,0 @@
-# Corpus / prepare checks that need the olmo binary or Python oracles (tiktoken, OLMo-core).
-olmo_py_test(data_prepare_parity ${CMAKE_CURRENT_LIST_DIR}/prepare_parity.py)
-# Every document of the real demo corpus against tiktoken (builds the corpus when missing).
-add_test(NAME data_corpus_tokenizer_parity
-         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/corpus_tokenizer_parity.sh)
-set_tests_properties(data_corpus_tokenizer_parity PROPERTIES
-  ENVIRONMENT "OLMO_SOURCE_DIR=${CMAKE_SOURCE_DIR};OLMO_BINARY_DIR=${CMAKE_BINARY_DIR};OLMO_BIN=${CMAKE_BINARY_DIR}/olmo;OLMO_PYTHON=${OLMO_PYTHON};TIKTOKEN_CACHE_DIR=${CMAKE_SOURCE_DIR}/data/tiktoken_cache"
-  TIMEOUT 1200)
