@@ -11,20 +11,24 @@
 # --profile adds `--profile` to our runs of the last round and prints the profile tables.
 # --out DIR keeps the raw JSON lines and profiles there (default: a temporary dir, removed).
 # In "both" the bf16 pair runs first in each round (ours bf16, torch bf16, ours fp32, torch fp32).
-# PyTorch gets tcmalloc (LD_PRELOAD) when libtcmalloc_minimal.so.4 is installed, and
-# torch_step.py's default (best measured) settings.
+# PyTorch gets tcmalloc (LD_PRELOAD) when libtcmalloc_minimal.so.4 is installed, SDPA, mkldnn on,
+# and per precision the extra torch_step.py arguments of --torch-fp32 / --torch-bf16, whose
+# defaults are the winners of bench/torch_settings.sh on this machine
+# (bench/results/torch_settings.md).
 # Usage: bench/compare.sh [--precision fp32|bf16_mixed|both] [--preset olmo3-190m] [--seq 2048]
 #                         [--batch 1] [--steps 2] [--rounds 2] [--threads 2] [--profile]
-#                         [--warmup 1] [--out DIR]
+#                         [--warmup 1] [--out DIR] [--torch-fp32 ARGS] [--torch-bf16 ARGS]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 preset=olmo3-190m seq=2048 batch=1 steps=2 rounds=2 threads=2 precision=fp32 profile=0 keep="" warmup=1
+torch_fp32="--compile" torch_bf16="--compile"
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) preset=$2; shift 2 ;; --seq) seq=$2; shift 2 ;; --batch) batch=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;; --rounds) rounds=$2; shift 2 ;; --threads) threads=$2; shift 2 ;;
     --precision) precision=$2; shift 2 ;; --profile) profile=1; shift ;;
     --out) keep=$2; shift 2 ;; --warmup) warmup=$2; shift 2 ;;
+    --torch-fp32) torch_fp32=$2; shift 2 ;; --torch-bf16) torch_bf16=$2; shift 2 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +53,7 @@ fi
 export OMP_NUM_THREADS=$threads
 for r in $(seq 1 "$rounds"); do
   for p in $precs; do
-    tp=fp32; [ "$p" = bf16_mixed ] && tp=bf16
+    tp=fp32 targs=$torch_fp32; [ "$p" = bf16_mixed ] && tp=bf16 targs=$torch_bf16
     prof=(); [ "$profile" = 1 ] && [ "$r" = "$rounds" ] && prof=(--profile)
     echo "round $r/$rounds: ours $p ($(date -u +%T))" >&2
     "$olmo" bench step --preset "$preset" --seq "$seq" --batch "$batch" --steps "$steps" \
@@ -57,9 +61,12 @@ for r in $(seq 1 "$rounds"); do
       | tail -1 >> "$out/ours_$p.jsonl"
     [ ${#prof[@]} -gt 0 ] && cp "$out/stderr_$p.txt" "$out/profile_$p.txt"
     echo "round $r/$rounds: torch $tp ($(date -u +%T))" >&2
+    # torch.compile compiles the forward in warm-up step 1 and finishes (backward) in step 2:
+    # a compiled peer gets at least 2 warm-up steps, so no compilation is timed.
+    twarm=$warmup; case " $targs " in *" --compile "*) [ "$twarm" -lt 2 ] && twarm=2 ;; esac
     LD_PRELOAD="$tcm" OLMO_BIN="$olmo" "$py" "$root/bench/torch_step.py" --preset "$preset" \
-      --seq "$seq" --batch "$batch" --steps "$steps" --warmup "$warmup" --threads "$threads" \
-      --optimizer --precision "$tp" 2>/dev/null | tail -1 >> "$out/torch_$p.jsonl"
+      --seq "$seq" --batch "$batch" --steps "$steps" --warmup "$twarm" --threads "$threads" \
+      --optimizer --precision "$tp" $targs 2>/dev/null | tail -1 >> "$out/torch_$p.jsonl"
   done
 done
 "$py" - "$out" "$precision" $precs <<'PY'

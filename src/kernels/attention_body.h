@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "kernels/attention.h"
+#include "core/scratch.h"
 #include "kernels/simd.h"
 
 #define OLMO_ATTENTION_BODY_DECLS                                                              \
@@ -57,27 +58,11 @@ inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 inline int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 
-float* falloc(int64_t n) {
-  return static_cast<float*>(aligned_alloc(64, static_cast<size_t>(round_up(n * 4, 64))));
-}
-
-// Per-thread scratch that persists across calls and only grows (slot = which buffer): the tile
-// buffers are reused by every call on this thread, so no page faults in the steady state. Never
-// freed (bounded by the largest call seen: ~8 * T * hd floats per thread for the backward, plus
-// a copy of V on the calling thread for the forward).
-struct Scratch {
-  float* p;
-  int64_t cap;
-};
-float* scratch(int slot, int64_t n) {
-  static thread_local Scratch s[16];
-  if (s[slot].cap < n) {
-    free(s[slot].p);
-    s[slot].p = falloc(n);
-    s[slot].cap = n;
-  }
-  return s[slot].p;
-}
+// Tile buffers: per-thread slots of core/scratch.h, reused by every call on the thread (no page
+// faults in the steady state; bounded by the largest call: ~8 * T * hd floats per thread for
+// the backward, plus a copy of V on the calling thread for the forward). Slots 0..11: the tiles,
+// 12: the calling thread's V copy.
+inline float* scratch(int slot, int64_t n) { return ::olmo::scratch<float>(attn_scratch(slot), n); }
 
 // C[MR, NV*W] (+)= sum_p A[r*sai + p*sap] * B[p*ldb + 0 .. NV*W).
 template <int MR, int NV>
@@ -231,8 +216,8 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
   const int64_t Tp = round_up(T, kBc), hdp = round_up(hd, W), nt = (T + kBr - 1) / kBr;
   const float c = static_cast<float>(1.0 / sqrt(static_cast<double>(hd))) * kLog2eF;
   // V rows repacked contiguously per kv head (a row stride of KV*hd floats would alias in L1),
-  // in the calling thread's scratch slot 15 (the workers use slots 0..5).
-  float* vp = scratch(15, B * KV * Tp * hdp);
+  // in the calling thread's scratch slot 12 (the workers use slots 0..5).
+  float* vp = scratch(12, B * KV * Tp * hdp);
 #pragma omp parallel for schedule(static)
   for (int64_t bg = 0; bg < B * KV; ++bg) {
     const int64_t b = bg / KV, g = bg % KV;

@@ -9,7 +9,7 @@
 // exact (a shift).
 //
 // f32_to_bf16 / bf16_to_f32: n elements, OpenMP over blocks for large n, per-ISA loops
-// (bf16_avx2.cpp, bf16_avx512.cpp: the same integer formula, vectorised by the compiler), so
+// (bf16_body.h: the same integer formula, stamped per ISA and vectorised by the compiler), so
 // every path gives the same bits as the scalar reference. Cost: memory-bound, 6 bytes/element.
 #pragma once
 #include <cstdint>
@@ -35,6 +35,8 @@ inline float bf16_to_f32_ref(bf16_t h) {
 
 void f32_to_bf16(const float* x, bf16_t* y, int64_t n);
 void bf16_to_f32(const bf16_t* x, float* y, int64_t n);
+// f32_to_bf16 on the calling thread only, not profiled: for use inside a parallel region.
+void f32_to_bf16_serial(const float* x, bf16_t* y, int64_t n);
 
 // True when this CPU has native bf16 dot products (olmo::cpu_has_avx512_bf16(): VDPBF16PS) and
 // the active ISA (OLMO_ISA / olmo::set_isa_override) is AVX-512. OLMO_BF16=0 in the environment

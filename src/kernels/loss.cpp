@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "core/scratch.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm.h"
 #include "kernels/loss_body.h"
@@ -43,19 +44,23 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
   const auto row_lse = OLMO_DISPATCH(loss_row_lse);
   const auto row_grad = OLMO_DISPATCH(loss_row_grad);
 
-  std::vector<float> xc(C * D), logits(C * V), dxc(dx ? C * D : 0);
-  std::vector<double> ce(C), lz(C);
+  // Tiles in this thread's scratch (core/scratch.h): allocated and page-faulted once per run.
+  float* xc = scratch<float>(Scratch::loss_x, C * D);
+  float* logits = scratch<float>(Scratch::loss_logits, C * V);
+  float* dxc = dx ? scratch<float>(Scratch::loss_dx, C * D) : nullptr;
+  double* ce = scratch<double>(Scratch::loss_ce, C);
+  double* lz = scratch<double>(Scratch::loss_lz, C);
   LossSums r;
   for (int64_t c0 = 0; c0 < nvalid; c0 += C) {
     const int64_t c = std::min(C, nvalid - c0);
     for (int64_t r0 = 0; r0 < c; ++r0)
-      std::copy(x + rows[c0 + r0] * D, x + rows[c0 + r0] * D + D, xc.data() + r0 * D);
-    gemm(false, true, c, V, D, 1.0f, xc.data(), W, 0.0f, logits.data());
+      std::copy(x + rows[c0 + r0] * D, x + rows[c0 + r0] * D + D, xc + r0 * D);
+    gemm(false, true, c, V, D, 1.0f, xc, W, 0.0f, logits);
     {
       OLMO_PROFILE("loss", 0);
 #pragma omp parallel for schedule(static)
       for (int64_t r0 = 0; r0 < c; ++r0) {
-        float* z = logits.data() + r0 * V;
+        float* z = logits + r0 * V;
         const int32_t t = targets[rows[c0 + r0]];
         const float lse = row_lse(z, V);
         ce[r0] = double(lse) - double(z[t]);
@@ -69,11 +74,11 @@ LossSums lm_head_loss(const float* x, const float* W, const int32_t* targets, in
     for (int64_t r0 = 0; r0 < c; ++r0) r.ce_sum += ce[r0], r.z_sum += lz[r0];
     r.count += c;
     if (dx) {
-      gemm(false, false, c, D, V, 1.0f, logits.data(), W, 0.0f, dxc.data());
+      gemm(false, false, c, D, V, 1.0f, logits, W, 0.0f, dxc);
       for (int64_t r0 = 0; r0 < c; ++r0)
-        std::copy(dxc.data() + r0 * D, dxc.data() + r0 * D + D, dx + rows[c0 + r0] * D);
+        std::copy(dxc + r0 * D, dxc + r0 * D + D, dx + rows[c0 + r0] * D);
     }
-    if (dW) gemm(true, false, V, D, c, 1.0f, logits.data(), xc.data(), 1.0f, dW);
+    if (dW) gemm(true, false, V, D, c, 1.0f, logits, xc, 1.0f, dW);
   }
   return r;
 }

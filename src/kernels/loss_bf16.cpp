@@ -5,23 +5,12 @@
 #include <cmath>
 #include <vector>
 
-#include "core/cpu.h"
 #include "core/error.h"
 #include "core/profile.h"
-#include "kernels/bf16_isa.h"
+#include "core/scratch.h"
 #include "kernels/gemm.h"
 
 namespace olmo::kernels {
-namespace {
-using ToBf16 = void (*)(const float*, bf16_t*, int64_t);
-ToBf16 to_bf16_row() {
-  switch (active_isa()) {
-    case Isa::avx512: return bf16_avx512::to_bf16;
-    case Isa::avx2: return bf16_avx2::to_bf16;
-    default: return bf16_scalar::to_bf16;
-  }
-}
-}  // namespace
 
 LossSums lm_head_loss_bf16(const float* x, const bf16_t* W, const int32_t* targets, int64_t N,
                            int64_t D, int64_t V, float z_coef, float grad_scale, float* dx,
@@ -40,23 +29,27 @@ LossSums lm_head_loss_bf16(const float* x, const bf16_t* W, const int32_t* targe
   const int64_t nvalid = int64_t(rows.size());
   const int64_t C = std::max<int64_t>(1, std::min(chunk_rows, nvalid));
   const bool grad = dx || dW;
-  const ToBf16 cvt = to_bf16_row();
 
-  std::vector<float> xc(size_t(C * D)), logits(size_t(C * V)), dxc(dx ? size_t(C * D) : 0);
-  std::vector<bf16_t> xcb(size_t(C * D)), dlb(grad ? size_t(C * V) : 0);
-  std::vector<double> ce(static_cast<size_t>(C)), lz(static_cast<size_t>(C));
+  // Tiles in this thread's scratch (core/scratch.h): allocated and page-faulted once per run.
+  float* xc = scratch<float>(Scratch::loss_x, C * D);
+  float* logits = scratch<float>(Scratch::loss_logits, C * V);
+  float* dxc = dx ? scratch<float>(Scratch::loss_dx, C * D) : nullptr;
+  bf16_t* xcb = scratch<bf16_t>(Scratch::loss_xb, C * D);
+  bf16_t* dlb = grad ? scratch<bf16_t>(Scratch::loss_dlogits_b, C * V) : nullptr;
+  double* ce = scratch<double>(Scratch::loss_ce, C);
+  double* lz = scratch<double>(Scratch::loss_lz, C);
   LossSums r;
   for (int64_t c0 = 0; c0 < nvalid; c0 += C) {
     const int64_t c = std::min(C, nvalid - c0);
     for (int64_t r0 = 0; r0 < c; ++r0)
-      std::copy(x + rows[c0 + r0] * D, x + rows[c0 + r0] * D + D, xc.data() + r0 * D);
-    f32_to_bf16(xc.data(), xcb.data(), c * D);
-    gemm_bf16(false, true, c, V, D, 1.0f, xcb.data(), W, 0.0f, logits.data());
+      std::copy(x + rows[c0 + r0] * D, x + rows[c0 + r0] * D + D, xc + r0 * D);
+    f32_to_bf16(xc, xcb, c * D);
+    gemm_bf16(false, true, c, V, D, 1.0f, xcb, W, 0.0f, logits);
     {
       OLMO_PROFILE("loss", 0);
 #pragma omp parallel for schedule(static)
       for (int64_t r0 = 0; r0 < c; ++r0) {
-        float* z = logits.data() + r0 * V;
+        float* z = logits + r0 * V;
         const int32_t t = targets[rows[c0 + r0]];
         const float lse = lm_row_lse(z, V);
         ce[r0] = double(lse) - double(z[t]);
@@ -64,18 +57,18 @@ LossSums lm_head_loss_bf16(const float* x, const bf16_t* W, const int32_t* targe
         if (grad) {
           lm_row_grad(z, V, lse, grad_scale * (1.0f + 2.0f * z_coef * lse));
           z[t] -= grad_scale;
-          cvt(z, dlb.data() + r0 * V, V);
+          f32_to_bf16_serial(z, dlb + r0 * V, V);
         }
       }
     }
     for (int64_t r0 = 0; r0 < c; ++r0) r.ce_sum += ce[r0], r.z_sum += lz[r0];
     r.count += c;
     if (dx) {
-      gemm_bf16(false, false, c, D, V, 1.0f, dlb.data(), W, 0.0f, dxc.data());
+      gemm_bf16(false, false, c, D, V, 1.0f, dlb, W, 0.0f, dxc);
       for (int64_t r0 = 0; r0 < c; ++r0)
-        std::copy(dxc.data() + r0 * D, dxc.data() + r0 * D + D, dx + rows[c0 + r0] * D);
+        std::copy(dxc + r0 * D, dxc + r0 * D + D, dx + rows[c0 + r0] * D);
     }
-    if (dW) gemm_bf16(true, false, V, D, c, 1.0f, dlb.data(), xcb.data(), 1.0f, dW);
+    if (dW) gemm_bf16(true, false, V, D, c, 1.0f, dlb, xcb, 1.0f, dW);
   }
   return r;
 }

@@ -4,6 +4,7 @@
 // selects them (OLMO_DISPATCH, dispatch.h); their scalar copies are compiled in those .cpp files.
 // Keep this list equal to stamp_avx512.cpp (a missing body is an undefined symbol at link time).
 #include "kernels/attention_body.h"
+#include "kernels/bf16_body.h"
 #include "kernels/elementwise_body.h"
 #include "kernels/embedding_body.h"
 #include "kernels/loss_body.h"

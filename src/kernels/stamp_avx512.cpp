@@ -5,6 +5,7 @@
 // in those .cpp files. Keep this list equal to stamp_avx2.cpp (a missing body is an undefined
 // symbol at link time).
 #include "kernels/attention_body.h"
+#include "kernels/bf16_body.h"
 #include "kernels/elementwise_body.h"
 #include "kernels/embedding_body.h"
 #include "kernels/loss_body.h"

@@ -62,6 +62,17 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   const int threads = cfg_.trainer.threads > 0 ? int(cfg_.trainer.threads) : default_threads(world_);
   if (threads > 0) omp_set_num_threads(threads);
   model::ModelConfig mc = model_config(cfg_);
+  // precision: auto is probed in each process; all ranks must run one precision (the reduction
+  // and the trajectory assume it), so bf16_mixed only where every rank chose it.
+  if (world_ > 1 && cfg_.model.precision == "auto") {
+    const bool fp32_somewhere = comm_->any(mc.precision != model::Precision::bf16_mixed);
+    if (fp32_somewhere) {
+      if (rank_ == 0 && mc.precision == model::Precision::bf16_mixed)
+        std::fprintf(stderr, "precision: auto -> fp32 on all %d processes (another rank's CPU "
+                     "or probe chose fp32)\n", world_);
+      mc.precision = model::Precision::fp32;
+    }
+  }
   micro_instances_ = cfg_.data.micro_batch_tokens / cfg_.data.seq_len;
   const int64_t G = batch_instances(cfg_);
   const int64_t M = G / micro_instances_;  // micro-batches per global batch

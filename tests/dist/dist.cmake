@@ -1,12 +1,14 @@
 # Distributed tests: mpirun -np N on loopback (OpenMPI from Debian; scripts/install_deps.sh
-# installs it). World-size-independent bits, elastic resume, faults and the lock.
+# installs it). World-size-independent bits, elastic resume, faults and the lock,
+# one precision per job under model.precision=auto.
 if(MPIEXEC_EXECUTABLE)
   olmo_py_test(dist_world_size ${CMAKE_CURRENT_LIST_DIR}/world_size_test.py)
   olmo_py_test(dist_faults ${CMAKE_CURRENT_LIST_DIR}/fault_test.py)
-  set_property(TEST dist_world_size dist_faults APPEND PROPERTY ENVIRONMENT
+  olmo_py_test(dist_precision ${CMAKE_CURRENT_LIST_DIR}/precision_test.py)
+  set_property(TEST dist_world_size dist_faults dist_precision APPEND PROPERTY ENVIRONMENT
                "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
-  # Both launch several processes on the 2 cores: never at the same time as each other.
-  set_tests_properties(dist_world_size dist_faults PROPERTIES RESOURCE_LOCK mpi)
+  # They launch several processes on the 2 cores: never at the same time as each other.
+  set_tests_properties(dist_world_size dist_faults dist_precision PROPERTIES RESOURCE_LOCK mpi)
 else()
   message(WARNING "MPI not found: the distributed tests are not registered")
 endif()

@@ -266,7 +266,14 @@ TEST(ResourceLimits, NoDescriptorOrMappingLeaksOnErrorPaths) {
   EXPECT_EQ(fd1, fd0) << "file descriptors leaked on error paths";
   EXPECT_EQ(ours0, 0);
   EXPECT_EQ(ours1, 0) << "mappings of the bad files left behind";
-  EXPECT_LE(maps1, maps0 + 2) << "the mapping count grew";
+  // Slack for the allocator's own regions: glibc's arenas are warm after the warm-up rounds;
+  // ASan's allocator keeps mapping new size-class regions as the quarantine cycles.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr int kMapSlack = 32;
+#else
+  constexpr int kMapSlack = 2;
+#endif
+  EXPECT_LE(maps1, maps0 + kMapSlack) << "the mapping count grew";
   std::printf("4,000 failed opens + 100 failed Trainers: fds %d -> %d, mappings %d -> %d "
               "(of the test files: %d)\n", fd0, fd1, maps0, maps1, ours1);
 }
