@@ -7,7 +7,7 @@
 // Contract: the pointer is valid until the next scratch() call for the same slot on the same
 // thread; contents are unspecified (not zeroed); 64-byte aligned. Slots are named so two kernels
 // never share one by accident. Memory is never returned: bounded by the largest request per slot
-// and thread (the LM head's tiles: <= 64 MB fp32 + 32 MB bf16 on the calling thread, a fixed size
+// and thread (the LM head's tiles: <= 160 MB fp32 + 80 MB bf16 on the calling thread, a fixed size
 // outside the per-token memory plan of model/flops.h). Cost: a bounds check.
 #pragma once
 #include <cstddef>
@@ -18,8 +18,10 @@ namespace olmo {
 enum class Scratch : int {
   // kernels/attention_body.h
   attn0, attn1, attn2, attn3, attn4, attn5, attn6, attn7, attn8, attn9, attn10, attn11, attn12,
-  // kernels/loss.cpp, kernels/loss_bf16.cpp
+  // kernels/loss.cpp
   loss_x, loss_logits, loss_dx, loss_xb, loss_dlogits_b, loss_ce, loss_lz,
+  // kernels/gemm.cpp (gemm_bf16 where oneDNN has no bf16 matmul: the fp32 copies of A and B)
+  gemm_a, gemm_b,
   count
 };
 

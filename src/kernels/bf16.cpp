@@ -41,4 +41,11 @@ bool cpu_has_bf16() {
   return has && active_isa() == Isa::avx512;
 }
 
+bool bf16_emulated() {  // read on every call: consulted only when a model is set up
+  const char* e = std::getenv("OLMO_BF16");
+  return e && std::strcmp(e, "emulate") == 0 && !cpu_has_bf16();
+}
+
+bool bf16_usable() { return cpu_has_bf16() || bf16_emulated(); }
+
 }  // namespace olmo::kernels

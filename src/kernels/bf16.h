@@ -43,4 +43,12 @@ void f32_to_bf16_serial(const float* x, bf16_t* y, int64_t n);
 // reports false (to test the fallback on a CPU that has it).
 bool cpu_has_bf16();
 
+// True when OLMO_BF16=emulate is set and cpu_has_bf16() is false: bf16_mixed is then allowed
+// (explicitly; auto never picks it) and runs the same rounding points through gemm_bf16's fp32
+// fallback, slower than fp32. For checking the bf16 numerics on a CPU without native bf16
+// (tests/model/bf16_parity.py); not a speed path.
+bool bf16_emulated();
+// cpu_has_bf16() || bf16_emulated(): whether an explicit bf16_mixed may run.
+bool bf16_usable();
+
 }  // namespace olmo::kernels

@@ -1,6 +1,9 @@
 // oneDNN-backed gemm() / gemm_bf16() and their references. Primitives are created once per
 // (input type, ta, tb, M, N, K, lds, alpha, beta != 0) and cached; oneDNN's own primitive cache
 // would also work, but keeping the primitive object avoids re-hashing descriptors on every call.
+// Where oneDNN has no bf16 matmul for this CPU (Debian's oneDNN on an AVX2-only part, say),
+// gemm_bf16 widens A and B to fp32 (exact) and runs the fp32 matmul: the same products (exact
+// in fp32 either way) and fp32 accumulation, only slower and in oneDNN's fp32 summation order.
 #include "kernels/gemm.h"
 
 #include <dnnl.hpp>
@@ -9,10 +12,12 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "core/scratch.h"
 #include "core/timer.h"
 
 namespace olmo::kernels {
@@ -30,6 +35,7 @@ struct Prim {
   dnnl::matmul prim;
   dnnl::memory::desc a, b, c;
   std::string impl;
+  bool widen = false;  // bf16 key run as fp32 on widened copies of A and B
 };
 
 dnnl::engine& engine() {
@@ -37,10 +43,11 @@ dnnl::engine& engine() {
   return e;
 }
 
-Prim& get_prim(const Key& k) {
-  static std::map<Key, Prim> cache;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+std::map<Key, Prim> cache;  // guarded by cache_mu
+std::mutex cache_mu;
+
+// Looks k up in the cache, creating its primitive on a miss; caller holds cache_mu.
+Prim& get_prim_locked(const Key& k) {
   auto it = cache.find(k);
   if (it != cache.end()) return it->second;
   using dt = dnnl::memory::data_type;
@@ -56,10 +63,41 @@ Prim& get_prim(const Key& k) {
     po.append_sum(k.beta);
     attr.set_post_ops(po);
   }
-  dnnl::matmul::desc d(a, b, c);
-  dnnl::matmul::primitive_desc pd(d, attr, engine());
-  Prim p{dnnl::matmul(pd), a, b, c, pd.impl_info_str()};
-  return cache.emplace(k, std::move(p)).first->second;
+  try {
+    dnnl::matmul::desc d(a, b, c);
+    dnnl::matmul::primitive_desc pd(d, attr, engine());
+    Prim p{dnnl::matmul(pd), a, b, c, pd.impl_info_str()};
+    return cache.emplace(k, std::move(p)).first->second;
+  } catch (const dnnl::error& e) {
+    if (k.bf16) {  // no bf16 matmul here: the fp32 one on widened inputs
+      Key kf = k;
+      kf.bf16 = false;
+      Prim p = get_prim_locked(kf);
+      p.widen = true;
+      p.impl = "fp32 on widened bf16 (" + p.impl + ")";
+      return cache.emplace(k, std::move(p)).first->second;
+    }
+    throw Error(cat("oneDNN has no f32 matmul for M=", k.M, " N=", k.N, " K=", k.K,
+                    k.ta ? " A^T" : "", k.tb ? " B^T" : "", " lda=", k.lda, " ldb=", k.ldb,
+                    " ldc=", k.ldc, ": ", e.what()));
+  }
+}
+
+Prim& get_prim(const Key& k) {
+  std::lock_guard<std::mutex> lock(cache_mu);
+  return get_prim_locked(k);
+}
+
+// Widens the rows x cols block of x (row stride ld) to fp32 in scratch slot `slot` (same
+// layout). Cost: rows * cols conversions, against the gemm's M * N * K.
+const float* widen(Scratch slot, const bf16_t* x, int64_t rows, int64_t cols, int64_t ld) {
+  float* y = scratch<float>(slot, rows * ld);
+  if (ld == cols) {
+    bf16_to_f32(x, y, rows * cols);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) bf16_to_f32(x + r * ld, y + r * ld, cols);
+  }
+  return y;
 }
 
 // Shared body of gemm / gemm_bf16 (T = float or bf16_t).
@@ -78,8 +116,16 @@ void run(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
   Key key{bf16, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
   Prim& p = get_prim(key);
   static thread_local dnnl::stream stream(engine());
-  dnnl::memory ma(p.a, engine(), const_cast<T*>(A));
-  dnnl::memory mb(p.b, engine(), const_cast<T*>(B));
+  void* a = const_cast<T*>(A);
+  void* b = const_cast<T*>(B);
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    if (p.widen) {
+      a = const_cast<float*>(widen(Scratch::gemm_a, A, ta ? K : M, ta ? M : K, lda));
+      b = const_cast<float*>(widen(Scratch::gemm_b, B, tb ? N : K, tb ? K : N, ldb));
+    }
+  }
+  dnnl::memory ma(p.a, engine(), a);
+  dnnl::memory mb(p.b, engine(), b);
   dnnl::memory mc(p.c, engine(), C);
   p.prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
   stream.wait();

@@ -26,8 +26,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
           const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
           int64_t ldc = 0);
 
-// Same contract with bf16 A and B (bf16.h). Needs no bf16 hardware (oneDNN converts on CPUs
-// without AVX512_BF16, slowly); callers pick it only where cpu_has_bf16().
+// Same contract with bf16 A and B (bf16.h). Runs on any CPU: where oneDNN has no bf16 matmul
+// (AVX2-only parts) A and B are widened to fp32 (exact) and the fp32 matmul runs, with the same
+// products and fp32 accumulation, slower than gemm(). The model picks the bf16 path only where
+// cpu_has_bf16() (or OLMO_BF16=emulate, bf16.h).
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
                const bf16_t* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                int64_t ldc = 0);

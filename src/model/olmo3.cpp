@@ -19,7 +19,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
-#include "kernels/loss_bf16.h"
+#include "kernels/loss.h"
 #include "kernels/norm.h"
 #include "kernels/swiglu.h"
 #include "model/flops.h"
@@ -57,10 +57,10 @@ struct Olmo3::Acts {
 
 Olmo3::Olmo3(const ModelConfig& c) : cfg_(c) {
   validate(cfg_, cat("model config '", cfg_.name, "'"));
-  OLMO_CHECK(!bf16() || cpu_has_bf16(), "model '", cfg_.name, "': precision bf16_mixed needs a "
+  OLMO_CHECK(!bf16() || bf16_usable(), "model '", cfg_.name, "': precision bf16_mixed needs a "
              "CPU with AVX512_BF16 (native bf16 dot products, VDPBF16PS) and the AVX-512 kernels "
              "active; this one has none (or OLMO_ISA / OLMO_BF16=0 turned them off): use fp32 "
-             "or auto");
+             "or auto (OLMO_BF16=emulate runs the bf16 numerics slowly, for tests)");
   layout_ = make_layout(cfg_);
   params_ = FloatBuffer(layout_.total);
   grads_ = FloatBuffer(layout_.total);

@@ -16,7 +16,8 @@ namespace olmo::train {
 model::ModelConfig model_config(const Config& c, bool allow_unsupported = false);
 
 // model.precision resolved for this CPU, and why. fp32: always. bf16_mixed: refused (an
-// olmo::Error naming the config file and key) unless kernels::cpu_has_bf16(). auto: bf16_mixed
+// olmo::Error naming the config file and key) unless kernels::bf16_usable() (native bf16, or
+// OLMO_BF16=emulate for tests). auto: bf16_mixed
 // when the CPU has AVX512_BF16 and kernels::probe_gemm_precisions() measures oneDNN's bf16 GEMM
 // at least 1.1x its fp32 one, else fp32. The probe runs once per process (~0.1 s; the result is
 // cached) and the choice is printed once to stderr ("precision: auto -> ...").

@@ -96,7 +96,14 @@ def main():
     d_thr = du.max_rel_diff(ref_t, t2)
     print(f"threads 2 vs 1 (np 1, exact): bitwise {du.bitwise_equal(ref_t, t2)}, max |dw|/rms "
           f"{d_thr:.3e}, loss rel {loss_rel(ref_steps, du.steps(th2)):.3e}")
-    check(d_thr < 1e-3, "1 vs 2 threads drifts too far")
+    # Not bitwise: oneDNN blocks its fp32 GEMMs by thread count (on AVX2 it also splits K), so
+    # gradients differ in the last bits and AdamW (update ~ g / sqrt(v)) magnifies that most in
+    # elements whose gradient is near zero. Measured max |dw|/rms: 1.5e-3 on a Zen 3 (AVX2 only),
+    # below 1e-3 on AVX-512 parts; bound 5e-3. The losses are the trajectory: fp32 rounding of a
+    # reordered sum (~1e-7 rel.) stays below 1e-6, while a lost or doubled partial sum moves them
+    # by orders of magnitude more.
+    check(d_thr < 5e-3, "1 vs 2 threads drifts too far")
+    check(loss_rel(ref_steps, du.steps(th2)) < 1e-6, "1 vs 2 threads: losses differ")
     if "avx512f" in open("/proc/cpuinfo").read():
         isa = os.path.join(tmp, "isa")
         du.train(2, du.base_overrides(data, isa, extra=["trainer.hard_stop_steps=3"]),

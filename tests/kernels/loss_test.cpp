@@ -79,6 +79,52 @@ TEST(LmHeadLoss, FastMatchesReference) {
   }
 }
 
+// bf16 matmul inputs: with W and x already bf16-representable the logits are exact products
+// summed in fp32, so the sums match the double reference to fp32 accuracy; the gradients go
+// through d/dlogits rounded to bf16 (relative error <= u = 2^-9 per element), so dx and dW are
+// held to 2u in relative L2. Shapes as above (odd V, chunks of 8 / auto / 2).
+TEST(LmHeadLoss, Bf16MatchesReferenceOnRoundedInputs) {
+  struct S { int64_t N, D, V, chunk; };
+  for (S c : {S{37, 24, 1000, 8}, S{64, 48, 517, 0}, S{5, 16, 3001, 2}}) {
+    auto xd = randn(c.N * c.D, 4, 1.0), Wd = randn(c.V * c.D, 5, 0.5), dW0 = randn(c.V * c.D, 6);
+    auto t = make_targets(c.N, c.V, c.N * 17 + c.V);
+    std::vector<float> x(xd.size()), Wf(Wd.size());
+    std::vector<bf16_t> Wb(Wd.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_f32_ref(f32_to_bf16_ref(float(xd[i])));
+    for (size_t i = 0; i < Wb.size(); ++i) {
+      Wb[i] = f32_to_bf16_ref(float(Wd[i]));
+      Wf[i] = bf16_to_f32_ref(Wb[i]);
+    }
+    const float zc = 1e-2f, gs = 0.25f;
+    std::vector<double> rdx(x.size()), rdW(dW0.begin(), dW0.end());
+    std::vector<double> xr(x.begin(), x.end()), Wr(Wf.begin(), Wf.end());
+    LossSums ref = lm_head_loss_ref<double>(xr.data(), Wr.data(), t.data(), c.N, c.D, c.V, zc,
+                                            gs, rdx.data(), rdW.data());
+    SCOPED_TRACE(olmo::cat("N", c.N, " D", c.D, " V", c.V, " chunk", c.chunk));
+    std::vector<float> dx(x.size(), NAN), dW = to<float>(dW0);
+    LossSums r = lm_head_loss_bf16(x.data(), Wb.data(), t.data(), c.N, c.D, c.V, zc, gs,
+                                   dx.data(), dW.data(), c.chunk);
+    EXPECT_EQ(r.count, ref.count);
+    EXPECT_NEAR(r.ce_sum, ref.ce_sum, 1e-5 * std::fabs(ref.ce_sum));
+    EXPECT_NEAR(r.z_sum, ref.z_sum, 1e-5 * std::fabs(ref.z_sum));
+    // dW is compared as the increment over dW0 (the accumulated base would hide the error).
+    std::vector<double> inc(dW.size()), rinc(dW.size());
+    for (size_t i = 0; i < dW.size(); ++i) inc[i] = dW[i] - dW0[i], rinc[i] = rdW[i] - dW0[i];
+    EXPECT_LT(rel_l2(dx, rdx), 2.0 / 512);
+    EXPECT_LT(rel_l2(inc, rinc), 2.0 / 512);
+    std::vector<int32_t> bad = t;
+    bad[2] = int32_t(c.V);
+    try {
+      lm_head_loss_bf16(x.data(), Wb.data(), bad.data(), c.N, c.D, c.V, zc, gs, nullptr,
+                        nullptr);
+      ADD_FAILURE() << "no error for target V";
+    } catch (const olmo::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("lm_head_loss_bf16: target[2]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Central differences of grad_scale * (ce_sum + z_coef * z_sum) w.r.t. x and W, in double.
 TEST(LmHeadLoss, ReferenceGradientCheck) {
   const int64_t N = 5, D = 3, V = 7;

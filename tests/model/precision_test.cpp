@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "kernels/bf16.h"
 #include "model/olmo3.h"
 
 using namespace olmo::model;
@@ -45,8 +47,21 @@ double rel_l2(const float* a, const float* b, size_t n) {
   return std::sqrt(num / (den + 1e-300));
 }
 
-#define NEED_BF16()                                                            \
-  if (!olmo::kernels::cpu_has_bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU"
+// Runs the bf16 tests on every CPU: where there is no native bf16, OLMO_BF16=emulate for the
+// test's duration (the same rounding points through gemm_bf16's fp32 fallback).
+struct EmulateWithoutNativeBf16 {
+  bool set = false;
+  EmulateWithoutNativeBf16() {
+    if (!olmo::kernels::cpu_has_bf16() && !std::getenv("OLMO_BF16"))
+      set = setenv("OLMO_BF16", "emulate", 1) == 0;
+  }
+  ~EmulateWithoutNativeBf16() {
+    if (set) unsetenv("OLMO_BF16");
+  }
+};
+#define NEED_BF16()                                                                  \
+  EmulateWithoutNativeBf16 emulate_guard;                                            \
+  if (!olmo::kernels::bf16_usable()) GTEST_SKIP() << "bf16 turned off (OLMO_BF16=0)"
 }  // namespace
 
 TEST(Precision, DefaultIsFp32) { EXPECT_EQ(ModelConfig{}.precision, Precision::fp32); }
