@@ -56,9 +56,13 @@ for r in $(seq 1 "$rounds"); do
     tp=fp32 targs=$torch_fp32; [ "$p" = bf16_mixed ] && tp=bf16 targs=$torch_bf16
     prof=(); [ "$profile" = 1 ] && [ "$r" = "$rounds" ] && prof=(--profile)
     echo "round $r/$rounds: ours $p ($(date -u +%T))" >&2
-    "$olmo" bench step --preset "$preset" --seq "$seq" --batch "$batch" --steps "$steps" \
+    if ! "$olmo" bench step --preset "$preset" --seq "$seq" --batch "$batch" --steps "$steps" \
       --warmup "$warmup" --optimizer --precision "$p" --json "${prof[@]}" 2> "$out/stderr_$p.txt" \
-      | tail -1 >> "$out/ours_$p.jsonl"
+      | tail -1 >> "$out/ours_$p.jsonl"; then
+      echo "compare.sh: olmo bench step --precision $p failed:" >&2
+      tail -3 "$out/stderr_$p.txt" >&2
+      exit 1
+    fi
     [ ${#prof[@]} -gt 0 ] && cp "$out/stderr_$p.txt" "$out/profile_$p.txt"
     echo "round $r/$rounds: torch $tp ($(date -u +%T))" >&2
     # torch.compile compiles the forward in warm-up step 1 and finishes (backward) in step 2:
@@ -77,11 +81,12 @@ lines = []
 for p in precs:
     ours = [json.loads(l) for l in open(os.path.join(out, f"ours_{p}.jsonl"))]
     torch = [json.loads(l) for l in open(os.path.join(out, f"torch_{p}.jsonl"))]
+    bpeak = lambda o: f"{o['peak_bf16_gflops']:.1f}" if o['peak_bf16_gflops'] > 0 else "none"
     for o in ours:
         print(f"ours  {p:10s}: {o['full_step_tokens_per_second']:.1f} tok/s full step "
               f"(fwd+bwd {o['tokens_per_second']:.1f}, AdamW {o['optimizer_seconds_mean']:.2f} s)  "
               f"{o['gflops']:.1f} GFLOP/s fwd+bwd  peaks fp32 {o['peak_fp32_gflops']:.1f} / bf16 "
-              f"{o['peak_bf16_gflops']:.1f}  MFU {100*o['full_step_mfu']:.1f}% full step "
+              f"{bpeak(o)}  MFU {100*o['full_step_mfu']:.1f}% full step "
               f"(vs {'bf16' if p == 'bf16_mixed' else 'fp32'} peak)  cpu {100*o['cpu_utilisation']:.0f}%")
     for t in torch:
         print(f"torch {t['precision']:10s}: {t['full_step_tokens_per_second']:.1f} tok/s full step "

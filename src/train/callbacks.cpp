@@ -76,7 +76,9 @@ void MetricsLogger::on_start(Trainer& t) {
                            t.comm().backend(), ", reduce ", t.config().dist.reduce,
                            "), ", model::precision_name(t.model().precision()),
                            ", peaks fp32 ", int(t.peak_fp32_gflops()), " / bf16 ",
-                           int(t.peak_bf16_gflops()), " GFLOP/s (MFU vs ",
+                           t.peak_bf16_gflops() > 0 ? cat(int(t.peak_bf16_gflops()))
+                                                    : std::string("none (no AVX512_BF16)"),
+                           " GFLOP/s (MFU vs ",
                            t.model().precision() == model::Precision::bf16_mixed ? "bf16" : "fp32",
                            ")",
                            t.world() > 1 ? " per process" : ""));
