@@ -32,11 +32,12 @@ PrecisionChoice choose_precision(const Config& c) {
                "native bf16 dot products (AVX512_BF16), or the AVX-512 kernels are turned off "
                "(OLMO_ISA / OLMO_BF16=0): use model.precision=fp32 or auto");
     r.precision = model::Precision::bf16_mixed;
-    r.why = kernels::bf16_emulated()
-                ? "model.precision: bf16_mixed (emulated: OLMO_BF16=emulate on a CPU without "
-                  "native bf16; fp32 GEMMs on bf16-rounded inputs, slower than fp32)"
-                : "model.precision: bf16_mixed";
-    if (kernels::bf16_emulated()) std::fprintf(stderr, "%s\n", r.why.c_str());
+    r.why = "model.precision: bf16_mixed";
+    if (kernels::bf16_emulated()) {
+      r.why += " (emulated: OLMO_BF16=emulate on a CPU without native bf16; fp32 GEMMs on "
+               "bf16-rounded inputs, slower than fp32)";
+      std::fprintf(stderr, "%s\n", r.why.c_str());
+    }
     return r;
   }
   // auto: decided once per process (every model_config() call agrees, one log line).
