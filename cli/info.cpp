@@ -1,5 +1,6 @@
 // `olmo info`: parameter counts, training FLOPs per token and the training memory plan of a
-// preset (or of an HF config.json), as text or JSON.
+// preset, an HF config.json or a checkpoint (its model section), as text or JSON; every field of
+// the model configuration (model/config_fields.h) is printed.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -7,7 +8,10 @@
 
 #include "args.h"
 #include "command.h"
+#include "ckpt/checkpoint.h"
+#include "core/file_io.h"
 #include "model/config.h"
+#include "model/config_json.h"
 #include "model/flops.h"
 
 namespace {
@@ -27,11 +31,14 @@ int run_info(int argc, char** argv) {
   olmo::cli::Args a(argc, argv, {"--json"});
   if (a.has("--help")) {
     std::printf(
-        "usage: olmo info (--preset NAME | --config config.json) [--vocab hf|padded] [--seq S]\n"
+        "usage: olmo info (--preset NAME | --config config.json | --checkpoint DIR) [--vocab hf|padded]\n"
+        "                 [--seq S]\n"
         "                 [--batch B] [--processes N] [--reduce exact|fast] [--micro-batches K]\n"
         "                 [--json]\n"
         "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
         "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan.\n"
+        "  --checkpoint  a checkpoint (RUN_DIR/stepN) or run dir (its newest complete checkpoint):\n"
+        "            the model configuration it was trained with (YaRN, precision included)\n"
         "  --vocab   padded (100352, default) or hf (100278); presets only\n"
         "  --seq     sequence length for FLOPs/activations (default: the model's max_seq_len)\n"
         "  --batch   micro-batch size (sequences) for the activation memory (default 1)\n"
@@ -46,14 +53,28 @@ int run_info(int argc, char** argv) {
     std::printf("\n");
     return 0;
   }
-  a.finish({"--preset", "--config", "--vocab", "--seq", "--batch", "--json", "--processes",
+  a.finish({"--preset", "--config", "--checkpoint", "--vocab", "--seq", "--batch", "--json", "--processes",
             "--reduce", "--micro-batches", "--exact-accumulator"});
-  OLMO_CHECK(a.has("--preset") != a.has("--config"), "give exactly one of --preset, --config");
+  OLMO_CHECK(int(a.has("--preset")) + int(a.has("--config")) + int(a.has("--checkpoint")) == 1,
+             "give exactly one of --preset, --config, --checkpoint");
   std::string vocab = a.get("--vocab", "padded");
   OLMO_CHECK(vocab == "padded" || vocab == "hf", "--vocab must be 'hf' or 'padded', got '",
              vocab, "'");
-  ModelConfig c = a.has("--preset") ? preset(a.get("--preset"), vocab == "padded")
-                                    : config_from_hf_json(a.get("--config"));
+  ModelConfig c;
+  if (a.has("--preset")) {
+    c = preset(a.get("--preset"), vocab == "padded");
+  } else if (a.has("--config")) {
+    c = config_from_hf_json(a.get("--config"));
+  } else {
+    std::string dir = a.get("--checkpoint");
+    if (!olmo::file_exists(dir + "/COMMITTED")) {
+      auto l = olmo::ckpt::latest_complete(dir);
+      OLMO_CHECK(l, dir, ": neither a checkpoint (stepN) nor a run dir with one");
+      dir = *l;
+    }
+    olmo::ckpt::CheckpointReader r(dir);
+    c = model_config_from_json(r.json("model"), dir + "/state.json");
+  }
   const int64_t S = a.get_int("--seq", c.max_seq_len);
   const int64_t mb = a.get_int("--batch", 1);
   OLMO_CHECK(S > 0, "--seq must be positive");
@@ -75,6 +96,7 @@ int run_info(int argc, char** argv) {
   if (a.has("--json")) {
     nlohmann::json j;
     j["model"] = c.name;
+    j["config"] = model_config_to_json(c);
     j["d_model"] = c.d_model, j["n_layers"] = c.n_layers, j["n_heads"] = c.n_heads;
     j["n_kv_heads"] = c.n_kv_heads, j["head_dim"] = c.head_dim, j["ffn_hidden"] = c.ffn_hidden;
     j["vocab_size"] = c.vocab_size, j["layer_window"] = c.layer_window;
@@ -107,6 +129,7 @@ int run_info(int argc, char** argv) {
               c.name.c_str(), (long long)c.d_model, (long long)c.n_layers, (long long)full,
               (long long)(c.n_layers - full), (long long)c.n_heads, (long long)c.n_kv_heads,
               (long long)c.head_dim, (long long)c.ffn_hidden, (long long)c.vocab_size);
+  std::printf("configuration:\n%s", model_config_text(c).c_str());
   std::printf("params_total          %s\n", commas(p.total).c_str());
   std::printf("params_non_embedding  %s   (total - input embedding, OLMo-core's definition)\n",
               commas(p.non_embedding).c_str());

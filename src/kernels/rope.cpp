@@ -74,10 +74,6 @@ RopeTable rope_table(int64_t max_pos, int64_t head_dim, double theta) {
   return table_from_inv(max_pos, head_dim, rope_inv_freq(head_dim, theta), 1.0f);
 }
 
-double yarn_attention_factor(const YarnParams& y) {
-  return y.attention_factor > 0 ? y.attention_factor : 0.1 * std::log(y.factor) + 1.0;
-}
-
 YarnRange yarn_correction_range(int64_t head_dim, double theta, const YarnParams& y,
                                 YarnFormula f) {
   check_dims(1, head_dim, theta);

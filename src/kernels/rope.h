@@ -18,6 +18,7 @@
 // row_stride = floats between consecutive tokens (0 = H*hd), so q/k can live inside a wider
 // fused buffer. Cost: one read + write of x; table row reused across the H heads.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -40,8 +41,11 @@ struct YarnParams {
   double attention_factor = 0;    // m; 0 = 0.1 ln(factor) + 1
 };
 
-// m = attention_factor if set, else 0.1 ln(factor) + 1.
-double yarn_attention_factor(const YarnParams& y);
+// m = attention_factor if set, else 0.1 ln(factor) + 1 (inline: parsers use it without linking
+// the kernels).
+inline double yarn_attention_factor(const YarnParams& y) {
+  return y.attention_factor > 0 ? y.attention_factor : 0.1 * std::log(y.factor) + 1.0;
+}
 // Truncated correction range [low, high] of the ramp (dims below low keep the original
 // frequency, dims above high are fully interpolated), clamped as `f` does.
 struct YarnRange {

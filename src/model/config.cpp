@@ -51,6 +51,18 @@ void validate(const ModelConfig& c, const std::string& where) {
   }
 }
 
+kernels::YarnParams RopeScaling::params() const {
+  return {factor, beta_fast, beta_slow, old_context_len, attention_factor};
+}
+
+kernels::YarnFormula RopeScaling::formula() const {
+  return variant == YarnVariant::hf ? kernels::YarnFormula::hf : kernels::YarnFormula::olmo_core;
+}
+
+double RopeScaling::effective_attention_factor() const {
+  return kernels::yarn_attention_factor(params());
+}
+
 const char* yarn_variant_name(YarnVariant v) {
   return v == YarnVariant::hf ? "hf" : "faithful";
 }
@@ -431,7 +443,7 @@ std::string config_to_hf_json(const ModelConfig& c) {
             {"beta_fast", y.beta_fast},
             {"beta_slow", y.beta_slow},
             {"attention_factor",
-             y.attention_factor > 0 ? y.attention_factor : 0.1 * std::log(y.factor) + 1.0}};
+             y.effective_attention_factor()}};
     if (y.variant == YarnVariant::hf) sliding = full;
   }
   j["rope_parameters"] = {{"full_attention", full}, {"sliding_attention", sliding}};

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/rope.h"
+
 namespace olmo::model {
 
 inline constexpr int64_t kVocabHF = 100278;      // dolma2 tokenizer vocabulary
@@ -38,6 +40,12 @@ struct RopeScaling {
   double attention_factor = 0;     // 0 = 0.1 ln(factor) + 1
   YarnVariant variant = YarnVariant::faithful;
   bool enabled() const { return factor != 0; }
+  // The attention (mscale) factor the kernels use: attention_factor, or 0.1 ln(factor) + 1.
+  double effective_attention_factor() const;
+  // The RoPE table kernel's view of these settings (kernels/rope.h), one mapping for every model
+  // path (training forward, KV-cache decoder).
+  kernels::YarnParams params() const;
+  kernels::YarnFormula formula() const;
 };
 
 // Compute precision of the matmuls; not part of the architecture (checkpoints hold the fp32

@@ -48,14 +48,7 @@ Decoder::Decoder(const Olmo3& m, int64_t batch, int64_t max_len)
   const ModelConfig& c = m.config();
   rope_ = rope_table(max_len, c.head_dim, c.rope_theta);
   if (c.yarn.enabled()) {
-    YarnParams y;
-    y.factor = c.yarn.factor;
-    y.beta_fast = c.yarn.beta_fast;
-    y.beta_slow = c.yarn.beta_slow;
-    y.old_context_len = c.yarn.old_context_len;
-    y.attention_factor = c.yarn.attention_factor;
-    YarnFormula f = c.yarn.variant == YarnVariant::hf ? YarnFormula::hf : YarnFormula::olmo_core;
-    rope_yarn_ = rope_table(max_len, c.head_dim, c.rope_theta, y, f);
+    rope_yarn_ = rope_table(max_len, c.head_dim, c.rope_theta, c.yarn.params(), c.yarn.formula());
   }
   ensure(batch);
 }

@@ -179,13 +179,9 @@ void Olmo3::ensure(int64_t B, int64_t T) {
   if (rope_.max_pos < T) {
     const int64_t len = std::max<int64_t>(T, std::min<int64_t>(cfg_.max_seq_len, 2048));
     rope_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta);
-    if (cfg_.yarn.enabled()) {
-      const RopeScaling& y = cfg_.yarn;
-      YarnParams p{y.factor, y.beta_fast, y.beta_slow, y.old_context_len, y.attention_factor};
-      rope_yarn_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta, p,
-                              y.variant == YarnVariant::hf ? YarnFormula::hf
-                                                           : YarnFormula::olmo_core);
-    }
+    if (cfg_.yarn.enabled())
+      rope_yarn_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta, cfg_.yarn.params(),
+                              cfg_.yarn.formula());
   }
   Acts& A = *acts_;
   const int64_t N = B * T;

@@ -185,20 +185,27 @@ void Evaluator::on_end(Trainer& t) {
 
 void Checkpointer::on_start(Trainer& t) { last_saved_ = t.step(); }
 
+// A written checkpoint: console line and a metrics record with the save's wall time and the
+// part of it spent on the state fingerprint.
+void Checkpointer::saved(Trainer& t, const std::string& dir) {
+  const Trainer::SaveTiming& s = t.last_save();
+  t.metrics().write({{"kind", "info"}, {"event", "checkpoint"}, {"step", t.step()}, {"dir", dir},
+                     {"seconds", s.seconds}, {"fingerprint_seconds", s.fingerprint_seconds}});
+  t.progress().message("checkpoint " + dir);
+}
+
 void Checkpointer::on_step(Trainer& t, const StepResult& r) {
   int64_t every = t.config().trainer.save_interval;
   if (every > 0 && r.step % every == 0) {
-    std::string dir = t.save_checkpoint();
+    saved(t, t.save_checkpoint());
     last_saved_ = r.step;
-    t.progress().message("checkpoint " + dir);
   }
 }
 
 void Checkpointer::on_end(Trainer& t) {
   if (last_saved_ != t.step()) {
-    std::string dir = t.save_checkpoint();
+    saved(t, t.save_checkpoint());
     last_saved_ = t.step();
-    t.progress().message("checkpoint " + dir);
   }
 }
 

@@ -53,6 +53,7 @@ class Checkpointer : public Callback {
   void on_end(Trainer& t) override;
 
  private:
+  void saved(Trainer& t, const std::string& dir);
   int64_t last_saved_ = -1;
 };
 

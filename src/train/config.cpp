@@ -30,6 +30,7 @@ static void visit_fields(C& c, V&& v) {
   v("model.n_heads", c.model.n_heads, "");
   v("model.n_kv_heads", c.model.n_kv_heads, "");
   v("model.ffn_hidden", c.model.ffn_hidden, "");
+  v("model.head_dim", c.model.head_dim, "0 = d_model / n_heads (or the preset's)");
   v("model.vocab_size", c.model.vocab_size, "padded vocab (embedding rows)");
   v("model.rope_theta", c.model.rope_theta, "");
   v("model.norm_eps", c.model.norm_eps, "");
@@ -40,6 +41,7 @@ static void visit_fields(C& c, V&& v) {
   v("model.yarn_beta_fast", c.model.yarn_beta_fast, "");
   v("model.yarn_beta_slow", c.model.yarn_beta_slow, "");
   v("model.yarn_old_context_len", c.model.yarn_old_context_len, "");
+  v("model.yarn_attention_factor", c.model.yarn_attention_factor, "0 = 0.1 ln(yarn_factor) + 1");
   v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
   v("model.precision", c.model.precision, "fp32 | bf16_mixed | auto (matmul precision)");
   v("data.mix", c.data.mix, "");
@@ -84,6 +86,8 @@ static void visit_fields(C& c, V&& v) {
   v("trainer.max_steps", c.trainer.max_steps, "");
   v("trainer.hard_stop_steps", c.trainer.hard_stop_steps, "");
   v("trainer.hard_stop_epochs", c.trainer.hard_stop_epochs, "");
+  v("trainer.allow_schedule_change", c.trainer.allow_schedule_change,
+    "resume with another LR schedule (max_steps, optim.lr, scheduler.*) on purpose");
   v("trainer.z_loss_multiplier", c.trainer.z_loss_multiplier, "");
   v("trainer.init_seed", c.trainer.init_seed, "");
   v("trainer.save_interval", c.trainer.save_interval, "");

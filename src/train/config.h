@@ -17,6 +17,7 @@ struct ModelSection {
   std::string preset = "";          // model preset (src/model preset(): olmo3-7b, olmo3-190m, ...)
   // Explicit architecture fields; 0 / empty means "take it from the preset".
   int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, ffn_hidden = 0;
+  int64_t head_dim = 0;             // 0 = d_model / n_heads (or the preset's)
   int64_t vocab_size = 0;           // embedding rows (padded vocab, OLMo-core pads to 128)
   double rope_theta = 0, norm_eps = 0;
   std::vector<int64_t> window_pattern;  // per-layer window, cycled (layer i: pattern[i % n]); -1 full
@@ -25,6 +26,7 @@ struct ModelSection {
   // YaRN RoPE scaling on the full-attention layers (stage 3); yarn_factor 0 = none.
   double yarn_factor = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
   int64_t yarn_old_context_len = 8192;
+  double yarn_attention_factor = 0;  // 0 = 0.1 ln(yarn_factor) + 1
   // faithful = full-attention layers only (OLMo-core, as trained); hf = every layer.
   std::string yarn_variant = "faithful";
   // Matmul precision: fp32 | bf16_mixed (bf16 GEMM inputs, fp32 master weights, optimizer state
@@ -132,6 +134,9 @@ struct TrainerSection {
   double max_tokens = 0;             // Duration.tokens (schedule horizon); or
   int64_t max_steps = 0;             // Duration.steps (wins when set)
   int64_t hard_stop_steps = 0;       // stop earlier, schedule unchanged (0 = none)
+  // A resume whose LR schedule (t_max from max_steps/max_tokens, optim.lr, scheduler.*) differs
+  // from the checkpoint's is refused unless this is true (then the change is logged).
+  bool allow_schedule_change = false;
   int64_t hard_stop_epochs = 0;      // stop at the end of this many epochs (0 = none)
   double z_loss_multiplier = 1e-5;
   int64_t init_seed = 12536;         // model init seed (OLMo-core ExperimentConfig.init_seed)

@@ -1,6 +1,8 @@
 // Builds model::ModelConfig from the YAML config (see model_setup.h).
 #include "train/model_setup.h"
 
+#include <sstream>
+
 #include <cstdio>
 #include <mutex>
 
@@ -101,6 +103,7 @@ model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
                " does not divide model.d_model = ", mc.d_model);
     mc.head_dim = mc.d_model / mc.n_heads;
   }
+  if (m.head_dim > 0) mc.head_dim = m.head_dim;
   if (m.ffn_hidden > 0) mc.ffn_hidden = m.ffn_hidden;
   else if (!from_preset || resized) mc.ffn_hidden = llama_ffn(mc.d_model);
   if (m.vocab_size > 0) mc.vocab_size = m.vocab_size;
@@ -135,11 +138,41 @@ model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
     mc.yarn.beta_fast = m.yarn_beta_fast;
     mc.yarn.beta_slow = m.yarn_beta_slow;
     mc.yarn.old_context_len = m.yarn_old_context_len;
+    mc.yarn.attention_factor = m.yarn_attention_factor;
     mc.yarn.variant = model::parse_yarn_variant(m.yarn_variant, "config key 'model.yarn_variant'");
   }
   mc.precision = choose_precision(c).precision;
   model::validate(mc, "config section 'model'");
   return mc;
+}
+
+std::vector<std::string> model_overrides(const model::ModelConfig& mc) {
+  auto num = [](double x) {
+    std::ostringstream o;
+    o.precision(17);
+    o << x;
+    return o.str();
+  };
+  std::string windows = "[";
+  for (size_t i = 0; i < mc.layer_window.size(); ++i)
+    windows += (i ? "," : "") + std::to_string(mc.layer_window[i] == 0 ? -1 : mc.layer_window[i]);
+  windows += "]";
+  std::vector<std::string> o = {
+      "name=" + mc.name, "model.preset=",
+      cat("model.d_model=", mc.d_model), cat("model.n_layers=", mc.n_layers),
+      cat("model.n_heads=", mc.n_heads), cat("model.n_kv_heads=", mc.n_kv_heads),
+      cat("model.head_dim=", mc.head_dim), cat("model.ffn_hidden=", mc.ffn_hidden),
+      cat("model.vocab_size=", mc.vocab_size), "model.rope_theta=" + num(mc.rope_theta),
+      "model.norm_eps=" + num(double(mc.norm_eps)), "model.window_pattern=" + windows,
+      "model.force_full_last=0", "model.force_full_first=0",
+      cat("data.seq_len=", mc.max_seq_len), "model.yarn_factor=" + num(mc.yarn.factor),
+      "model.yarn_beta_fast=" + num(mc.yarn.beta_fast),
+      "model.yarn_beta_slow=" + num(mc.yarn.beta_slow),
+      cat("model.yarn_old_context_len=", mc.yarn.old_context_len),
+      "model.yarn_attention_factor=" + num(mc.yarn.attention_factor),
+      cat("model.yarn_variant=", model::yarn_variant_name(mc.yarn.variant)),
+      cat("model.precision=", model::precision_name(mc.precision))};
+  return o;
 }
 
 }  // namespace olmo::train

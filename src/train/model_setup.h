@@ -7,6 +7,7 @@
 // model.precision (fp32 | bf16_mixed | auto) -> ModelConfig::precision via choose_precision().
 #pragma once
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "train/config.h"
@@ -14,6 +15,11 @@
 namespace olmo::train {
 
 model::ModelConfig model_config(const Config& c, bool allow_unsupported = false);
+
+// The key=value overrides that express `mc` in the YAML `model:` section (plus data.seq_len for
+// max_seq_len and the top-level name): model_config() of a config with them applied gives `mc`
+// back, every field of model/config_fields.h included (tests/train/model_config_yaml_test.cpp).
+std::vector<std::string> model_overrides(const model::ModelConfig& mc);
 
 // model.precision resolved for this CPU, and why. fp32: always. bf16_mixed: refused (an
 // olmo::Error naming the config file and key) unless kernels::bf16_usable() (native bf16, or

@@ -155,13 +155,14 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   comm_->broadcast(latest, 0);
   comm_->broadcast(phase_dir, 0);
   if (!latest.empty()) {
-    restore(latest, true, true, true);
+    restore(latest, true, true, true, /*resume=*/true);
     start_ = StartKind::resume;
     start_from_ = latest;
   } else if (!cfg_.trainer.load_path.empty()) {
     OLMO_CHECK(!phase_dir.empty(), "config key 'trainer.load_path': no complete checkpoint in ",
                cfg_.trainer.load_path);
-    restore(phase_dir, true, cfg_.trainer.load_optim_state, cfg_.trainer.load_trainer_state);
+    restore(phase_dir, true, cfg_.trainer.load_optim_state, cfg_.trainer.load_trainer_state,
+            /*resume=*/false);
     start_ = StartKind::phase;
     start_from_ = phase_dir;
   } else if (!cfg_.trainer.init_from_hf.empty()) {
@@ -179,6 +180,11 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   // (records of N were written before its checkpoint); otherwise (no checkpoint: an earlier
   // attempt that was killed before its first one) those from the starting step on.
   metrics_->truncate_after(start_ == StartKind::resume ? step_ : step_ - 1);
+  if (!schedule_change_.is_null()) {
+    metrics_->write(schedule_change_);
+    warnings_.push_back(cat("the LR schedule changed at this resume (trainer.allow_schedule_change): ",
+                            schedule_change_["changed"].get<std::string>()));
+  }
   progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : "silent",
                                          cfg_.trainer.log_interval);
 }

@@ -119,6 +119,11 @@ class Trainer {
   StepResult train_step();
   // Writes RUN_DIR/stepN with the complete state; applies keep_last. Returns the dir.
   std::string save_checkpoint();
+  // Wall time of the last save_checkpoint() and of its state fingerprint (part of it).
+  struct SaveTiming {
+    double seconds = 0, fingerprint_seconds = 0;
+  };
+  const SaveTiming& last_save() const { return last_save_; }
 
   // Accessors.
   const Config& config() const { return cfg_; }
@@ -169,10 +174,19 @@ class Trainer {
 
  private:
   void build_optimizer();
-  void restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state);
+  // resume: the same run continues (run dir's own checkpoint): model and schedule must agree.
+  void restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
+               bool resume);
   void init_from_hf(const std::string& dir);
   void measure_peak();
   void read_moments(const ckpt::CheckpointReader& r);
+  // Collective: layout-independent fingerprints of the state (trainer_state.cpp).
+  nlohmann::json state_fingerprint();
+  void verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
+                     bool resume);
+  nlohmann::json trainer_section() const;
+  nlohmann::json schedule_change_;
+  SaveTiming last_save_;  // an allowed schedule change at resume (logged at start)
   void maybe_test_kill(const char* where);
   void check_memory(const model::ModelConfig& mc, bool exact, int64_t micro_batches);
   // OLMO_TEST_NAN (see above): parsed once in the constructor.
@@ -224,9 +238,6 @@ class Trainer {
   std::vector<int32_t> targets_;
 };
 
-// Model architecture <-> JSON (stored in every checkpoint, read by `olmo generate`).
-nlohmann::json model_config_json(const model::ModelConfig& c);
-model::ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& where);
 // Loads the weights of a checkpoint dir (stepN) or HF dir into a new model.
 std::unique_ptr<model::Olmo3> load_model_for_inference(const std::string& dir);
 

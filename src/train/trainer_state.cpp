@@ -5,7 +5,10 @@
 //            "optim.exp_avg/<hf name>"        AdamW first moment, in the pieces each rank's
 //            "optim.exp_avg_sq/<hf name>"     ZeRO shard cuts out of the tensor (flat_range.h);
 //                                             any other world size reads its own pieces back
-//   json     "model"      architecture (model_config_json)
+//   json     "model"      the model configuration, every field of model/config_fields.h
+//            "fingerprint" layout-independent fingerprints of every tensor and of the trainer,
+//                         loader, skip-step and optimizer state (Trainer::state_fingerprint);
+//                         every load recomputes them from memory and refuses a mismatch
 //            "trainer"    {step, tokens_seen, total_steps, t_max, lr, scheduler{...}}
 //            "optim"      AdamW groups and fp32 step counts (AdamW::state_json)
 //            "skip_step"  the rolling loss / grad-norm window
@@ -20,9 +23,15 @@
 #include <optional>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/fingerprint.h"
+#include "train/checkpoint_verify.h"
 #include "ckpt/flat_range.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hash.h"
+#include "core/timer.h"
+#include "dist/fixed_point.h"
+#include "model/config_json.h"
 #include "model/hf_io.h"
 #include "train/trainer.h"
 
@@ -31,44 +40,127 @@ using nlohmann::json;
 
 namespace olmo::train {
 
-json model_config_json(const model::ModelConfig& c) {
-  return json{{"name", c.name},           {"d_model", c.d_model},       {"n_layers", c.n_layers},
-              {"n_heads", c.n_heads},     {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim},
-              {"ffn_hidden", c.ffn_hidden}, {"vocab_size", c.vocab_size},
-              {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps},
-              {"layer_window", c.layer_window}, {"max_seq_len", c.max_seq_len}};
-}
-
-model::ModelConfig model_config_from_json(const json& j, const std::string& where) {
-  model::ModelConfig c;
-  try {
-    c.name = j.at("name").get<std::string>();
-    c.d_model = j.at("d_model");
-    c.n_layers = j.at("n_layers");
-    c.n_heads = j.at("n_heads");
-    c.n_kv_heads = j.at("n_kv_heads");
-    c.head_dim = j.at("head_dim");
-    c.ffn_hidden = j.at("ffn_hidden");
-    c.vocab_size = j.at("vocab_size");
-    c.rope_theta = j.at("rope_theta");
-    c.norm_eps = j.at("norm_eps");
-    c.layer_window = j.at("layer_window").get<std::vector<int64_t>>();
-    c.max_seq_len = j.at("max_seq_len");
-  } catch (const json::exception& e) {
-    throw Error(cat(where, ": bad model section: ", e.what()));
-  }
-  model::validate(c, where);
-  return c;
-}
-
-// The architecture fields that must agree to load weights (max_seq_len may differ: stage 3).
+// The architecture fields that must agree to load weights (max_seq_len and YaRN may differ on a
+// phase start: stage 3 extends the context). A resume continues the same model: every
+// architecture field of the description must agree (precision may differ: the checkpoint holds
+// fp32 master weights under either).
 static void check_same_model(const model::ModelConfig& want, const json& have,
-                             const std::string& dir) {
-  json w = model_config_json(want);
-  for (const char* k : {"d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_hidden",
-                        "vocab_size"})
+                             const std::string& dir, bool resume) {
+  const json w = model::model_config_to_json(want);
+  std::vector<std::string> keys = {"d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim",
+                                   "ffn_hidden", "vocab_size"};
+  if (resume)
+    for (const std::string& k : model::model_config_field_names())
+      if (k != "name" && k != "precision" &&
+          std::find(keys.begin(), keys.end(), k) == keys.end())
+        keys.push_back(k);
+  for (const std::string& k : keys)
     OLMO_CHECK(have.contains(k) && have[k] == w[k], dir, ": checkpoint model field '", k, "' is ",
-               have.contains(k) ? have[k].dump() : "missing", " but this config has ", w[k].dump());
+               have.contains(k) ? have[k].dump() : "missing", " but this config has ", w[k].dump(),
+               resume ? " (a resume must continue the same model)" : "");
+}
+
+// Layout-independent fingerprints (ckpt/fingerprint.h) of everything that determines the next
+// update: every global tensor (weights, both AdamW moments) and the trainer, loader, skip-step
+// and optimizer state. Collective: every rank fingerprints the elements of its ZeRO shard
+// [lo, hi) of the flat buffer (weights too, to share the work) and one integer all-reduce adds
+// the partial sums, so the value does not depend on the world size or shard layout.
+// Cost: ~3 passes over this rank's shard of P elements (one multiply-add per element).
+json Trainer::state_fingerprint() {
+  const auto& infos = model_->params_info();
+  const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
+  std::vector<dist::i128> part(3 * infos.size(), 0);
+  const float* p = model_->params();
+  for (size_t t = 0; t < infos.size(); ++t) {
+    const auto& info = infos[t];
+    const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
+    if (a >= b) continue;
+    const size_t n = b - a, begin = a - info.offset;
+    part[3 * t + 0] = dist::i128(ckpt::fingerprint_partial(p + a, n, begin));
+    part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg() + (a - lo), n, begin));
+    part[3 * t + 2] = dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg_sq() + (a - lo), n, begin));
+  }
+  comm_->allreduce(part.data(), part.size(), dist::Type::i128, dist::Op::sum);
+  json tensors = json::object();
+  for (size_t t = 0; t < infos.size(); ++t) {
+    const std::string& name = infos[t].name;
+    tensors[name] = hex64(uint64_t(part[3 * t + 0]));  // the sum mod 2^64
+    tensors["optim.exp_avg/" + name] = hex64(uint64_t(part[3 * t + 1]));
+    tensors["optim.exp_avg_sq/" + name] = hex64(uint64_t(part[3 * t + 2]));
+  }
+  const json state = state_section_fingerprints(trainer_section(), loader_->state(),
+                                                skip_->state_json(), adamw_->state_json());
+  return json{{"version", 1}, {"tensors", tensors}, {"state", state}};
+}
+
+// The checkpoint's "trainer" section: position, and the schedule that gives every later LR.
+json Trainer::trainer_section() const {
+  return json{{"step", step_},
+              {"tokens_seen", tokens_seen_},
+              {"total_steps", total_steps_},
+              {"t_max", t_max_},
+              {"lr0", cfg_.optim.lr},
+              {"lr", step_ > 0 ? lr_at(step_) : 0.0},
+              {"world", world_},
+              {"dist_reduce", cfg_.dist.reduce},
+              {"scheduler", optim::schedule_config_to_json(schedule_->config())}};
+}
+
+// After a load: the fingerprint of the state now in memory must equal the one recorded at save
+// time, for the parts that were loaded. Every rank computes the same values, so every rank
+// throws alike.
+void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
+                            bool resume) {
+  if (!r.has_json("fingerprint")) {
+    if (rank_ == 0)
+      warnings_.push_back(cat(r.dir(), ": no fingerprint section (written by an older olmo.cpp); "
+                              "the loaded state is not verified"));
+    return;
+  }
+  const json& want = r.json("fingerprint");
+  const json have = state_fingerprint();
+  OLMO_CHECK(want.value("version", 0) == 1 && want.contains("tensors") && want.contains("state"),
+             r.dir(), "/state.json: malformed fingerprint section");
+  for (auto it = have["tensors"].begin(); it != have["tensors"].end(); ++it) {
+    const bool moment = it.key().rfind("optim.", 0) == 0;
+    if (moment && !optim_state) continue;
+    OLMO_CHECK(want["tensors"].contains(it.key()), r.dir(), ": fingerprint has no entry for tensor '",
+               it.key(), "'");
+    OLMO_CHECK(want["tensors"][it.key()] == *it, r.dir(), ": tensor '", it.key(),
+               "' loaded into memory does not match the state that was saved (fingerprint ",
+               it->get<std::string>(), ", saved ", want["tensors"][it.key()].dump(),
+               "); refusing to continue from a state that differs from the saved one");
+  }
+  // The schedule: a resume continues the run's schedule. A changed trainer.max_steps / max_tokens
+  // (t_max), optim.lr or scheduler.* would silently change the LR of every later step (the
+  // trajectory leaves the one of the run that never stopped), so it is refused unless the config
+  // says so; a phase start (load_path) sets a new schedule by design.
+  if (resume && want["state"].value("schedule", "") != have["state"]["schedule"]) {
+    const json& t = r.json("trainer");
+    const json now = trainer_section();
+    std::string what;
+    for (const char* k : {"t_max", "lr0", "scheduler"})
+      if (!t.contains(k) || t[k] != now[k])
+        what += cat(what.empty() ? "" : ", ", k, " ", t.contains(k) ? t[k].dump() : "?", " -> ",
+                    now[k].dump());
+    OLMO_CHECK(cfg_.trainer.allow_schedule_change, r.dir(), ": this resume would change the "
+               "learning-rate schedule the run was trained with (", what, "): every later step "
+               "would get another LR than the run that never stopped. To stop a run early and "
+               "continue it on the same schedule, keep trainer.max_steps (or max_tokens) and use "
+               "trainer.hard_stop_steps; to change the schedule on purpose, set "
+               "trainer.allow_schedule_change=true");
+    schedule_change_ = json{{"kind", "info"}, {"event", "schedule_change"}, {"step", step_},
+                            {"changed", what}, {"from", r.dir()}};
+  }
+  std::vector<std::string> sections;
+  if (optim_state) sections.push_back("optim");
+  if (trainer_state) sections.insert(sections.end(), {"trainer", "loader", "skip_step"});
+  for (const std::string& k : sections)
+    OLMO_CHECK(want["state"].contains(k) && want["state"][k] == have["state"][k], r.dir(),
+               ": the ", k, " state loaded into memory does not match the state that was saved "
+               "(fingerprint ", have["state"][k].get<std::string>(), ", saved ",
+               want["state"].contains(k) ? want["state"][k].dump() : std::string("none"),
+               "); refusing to continue");
 }
 
 // Every rank writes the moments of its shard; rank 0 also the weights and the JSON state, and
@@ -91,6 +183,7 @@ std::string Trainer::save_checkpoint() {
     return newest;
   }
   ckpt_deferred_ = false;
+  const double t0 = now_seconds();
   std::optional<ckpt::CheckpointWriter> w;
   if (rank_ == 0) w.emplace(cfg_.trainer.run_dir, step_, 0, world_);
   comm_->barrier();  // stepN-tmp exists
@@ -111,19 +204,16 @@ std::string Trainer::save_checkpoint() {
     }
   }
   maybe_test_kill("ckpt");
+  const double tf = now_seconds();
+  const json fingerprint = state_fingerprint();  // collective
+  last_save_.fingerprint_seconds = now_seconds() - tf;
   if (rank_ > 0) w->close_shard();
   comm_->barrier();  // every shard durable
   std::string dir;
   if (rank_ == 0) {
-    w->add_json("model", model_config_json(model_->config()));
-    w->add_json("trainer", json{{"step", step_},
-                               {"tokens_seen", tokens_seen_},
-                               {"total_steps", total_steps_},
-                               {"t_max", t_max_},
-                               {"lr", step_ > 0 ? lr_at(step_) : 0.0},
-                               {"world", world_},
-                               {"dist_reduce", cfg_.dist.reduce},
-                               {"scheduler", optim::schedule_config_to_json(schedule_->config())}});
+    w->add_json("model", model::model_config_to_json(model_->config()));
+    w->add_json("fingerprint", fingerprint);
+    w->add_json("trainer", trainer_section());
     w->add_json("optim", adamw_->state_json());
     w->add_json("skip_step", skip_->state_json());
     w->add_json("loader", loader_->state());
@@ -142,6 +232,7 @@ std::string Trainer::save_checkpoint() {
   }
   comm_->barrier();  // committed: no rank runs ahead of the rename
   comm_->broadcast(dir, 0);
+  last_save_.seconds = now_seconds() - t0;
   return dir;
 }
 
@@ -164,10 +255,11 @@ void Trainer::read_moments(const ckpt::CheckpointReader& r) {
   }
 }
 
-void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state) {
+void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
+                      bool resume) {
   ckpt::CheckpointReader r(dir);
   r.verify();
-  check_same_model(model_->config(), r.json("model"), dir);
+  check_same_model(model_->config(), r.json("model"), dir, resume);
   if (weights) {
     float* p = model_->params();
     for (auto& info : model_->params_info()) r.read_tensor(info.name, p + info.offset, info.shape);
@@ -184,6 +276,7 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
     skip_->load_state_json(r.json("skip_step"));
     if (r.has_json("callbacks")) callback_state_ = r.json("callbacks");
   }
+  verify_loaded(r, optim_state, trainer_state, resume);
 }
 
 std::unique_ptr<model::Olmo3> load_model_for_inference(const std::string& path) {
@@ -196,7 +289,10 @@ std::unique_ptr<model::Olmo3> load_model_for_inference(const std::string& path) 
     dir = *l;
   }
   ckpt::CheckpointReader r(dir);
-  auto m = std::make_unique<model::Olmo3>(model_config_from_json(r.json("model"), dir));
+  // The trained architecture, YaRN included; inference runs the fp32 master weights in fp32.
+  model::ModelConfig mc = model::model_config_from_json(r.json("model"), dir + "/state.json");
+  mc.precision = model::Precision::fp32;
+  auto m = std::make_unique<model::Olmo3>(mc);
   for (auto& info : m->params_info()) r.read_tensor(info.name, m->params() + info.offset, info.shape);
   return m;
 }

@@ -155,8 +155,8 @@ TEST(Trainer, LockedRunDirIsRefusedAndUntouched) {
   Tmp tmp;
   std::string mix = make_mix(tmp.dir, "s1", 64 * 8 * 6, 3);
   fs::path run = tmp.dir / "run";
-  {
-    Trainer t(tiny(mix, run, {"trainer.max_steps=2"}));
+  {  // stopped at step 2 of 4 (the schedule of a 4-step run, resumed below)
+    Trainer t(tiny(mix, run, {"trainer.max_steps=4", "trainer.hard_stop_steps=2"}));
     add_default_callbacks(t);
     t.fit();
   }
