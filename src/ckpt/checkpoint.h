@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,17 @@ class CheckpointWriter {
   std::string commit();
 
   const std::string& tmp_dir() const { return tmp_dir_; }
+  // Layout-independent fingerprint partial sums (ckpt/fingerprint.h) of the pieces this writer
+  // wrote, per tensor name (32-bit dtypes), computed while writing: summed over every rank's
+  // writer (mod 2^64) they give each global tensor's fingerprint.
+  const std::map<std::string, uint64_t>& fingerprints() const { return fingerprints_; }
+  // Seconds spent on them: on this thread, on the helper thread beside the writes (large
+  // pieces), and waiting for that helper. The fingerprint's share of the save's wall time is
+  // inline + wait; its CPU time inline + helper.
+  struct FingerprintTime {
+    double inline_s = 0, helper_s = 0, wait_s = 0;
+  };
+  const FingerprintTime& fingerprint_time() const { return fp_time_; }
 
  private:
   void write_bytes(const void* p, size_t n);
@@ -93,6 +105,8 @@ class CheckpointWriter {
   uint64_t pos_ = 0;
   bool committed_ = false;
   std::vector<TensorEntry> tensors_;
+  std::map<std::string, uint64_t> fingerprints_;
+  FingerprintTime fp_time_;
   nlohmann::json sections_ = nlohmann::json::object();
 };
 

@@ -11,11 +11,14 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "ckpt/checkpoint_detail.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "ckpt/fingerprint.h"
 #include "core/hash.h"
+#include "core/timer.h"
 
 namespace fs = std::filesystem;
 
@@ -25,6 +28,51 @@ using namespace detail;
 
 // ---------------------------------------------------------------------------------------------
 // Writer
+
+namespace {
+
+// The fingerprint partial sum (ckpt/fingerprint.h) of one stored piece, walked in order: add(p, e1)
+// covers the piece's local elements from where the last call stopped up to e1 (p: the piece's
+// first byte). The piece is cut into runs contiguous in the global tensor: the whole block
+// when every dimension after the first is complete (whole tensors, flat_range_blocks' full-row
+// blocks), else one row of the last dimension.
+class PieceFingerprint {
+ public:
+  explicit PieceFingerprint(const TensorEntry& e) : e_(e), rank_(int64_t(e.local_shape.size())) {
+    bool whole_rows = true;
+    for (int64_t d = 1; d < rank_; ++d)
+      whole_rows &= e.local_shape[size_t(d)] == e.global_shape[size_t(d)];
+    run_ = rank_ == 0 ? 1 : (whole_rows ? numel_of(e.local_shape) : e.local_shape.back());
+    idx_.assign(size_t(std::max<int64_t>(rank_, 1)), 0);
+  }
+  uint64_t add(const char* p, int64_t e1, bool threads) {
+    uint64_t f = 0;
+    while (run_ > 0 && row_start_ < e1) {
+      int64_t g = 0;  // global flat index of the run's first element
+      for (int64_t d = 0; d < rank_; ++d)
+        g = g * e_.global_shape[size_t(d)] + e_.offset[size_t(d)] + idx_[size_t(d)];
+      const int64_t a = std::max(row_start_, done_), b = std::min(row_start_ + run_, e1);
+      f += fingerprint_partial(p + 4 * a, size_t(b - a), size_t(g + (a - row_start_)), threads);
+      done_ = b;
+      if (row_start_ + run_ > e1) break;  // the run continues in the next call
+      row_start_ += run_;
+      for (int64_t d = rank_ - 1; d-- > 0;) {
+        if (++idx_[size_t(d)] < e_.local_shape[size_t(d)]) break;
+        idx_[size_t(d)] = 0;
+      }
+    }
+    return f;
+  }
+
+ private:
+  const TensorEntry& e_;
+  int64_t rank_, run_ = 0;
+  std::vector<int64_t> idx_;  // the run's index (last dimension 0)
+  int64_t row_start_ = 0;     // local element index where the run starts
+  int64_t done_ = 0;          // local elements fingerprinted so far
+};
+
+}  // namespace
 
 static std::string rank_file(const char* stem, int rank, const char* ext) {
   char buf[64];
@@ -101,7 +149,8 @@ void CheckpointWriter::add_raw(const std::string& name, DType dtype, const void*
   const uint64_t nbytes = static_cast<uint64_t>(numel_of(local_shape)) * dtype_size(dtype);
   OLMO_CHECK(nbytes == 0 || data != nullptr, where, ": null data");
   // A checkpoint must never carry a NaN/Inf (weights or optimizer moments): a poisoned state
-  // would become the newest "complete" one and every restart would resume from it.
+  // would become the newest "complete" one and every restart would resume from it. Checked over
+  // the whole tensor before any of its bytes is written.
   auto refuse_nonfinite = [&](auto* v, size_t n) {
     for (size_t i = 0; i < n; ++i)
       OLMO_CHECK(std::isfinite(v[i]), where, " holds a non-finite value (", double(v[i]),
@@ -123,8 +172,48 @@ void CheckpointWriter::add_raw(const std::string& name, DType dtype, const void*
   e.file = file_name_;
   e.byte_offset = pos_;
   e.nbytes = nbytes;
-  e.checksum = hash64(data, nbytes);
-  write_bytes(data, nbytes);
+  // The checksum and the write read each 256 KiB slice while it is in cache; the
+  // layout-independent fingerprint (32-bit dtypes) reads it there too, or, for large pieces,
+  // runs beside them on a second thread (its cost then hides behind the write).
+  uint64_t& fp = fingerprints_[e.name];
+  Hasher h;
+  const char* bytes = static_cast<const char*>(data);
+  constexpr size_t kSlice = size_t(1) << 18;  // bytes
+  const bool fingerprinted = dtype_size(dtype) == 4;
+  const bool beside = fingerprinted && nbytes >= (uint64_t(1) << 22);
+  PieceFingerprint walker(e);
+  uint64_t fp_beside = 0;
+  double fp_beside_s = 0;
+  std::thread helper;
+  if (beside)
+    helper = std::thread([&] {
+      const double t0 = now_seconds();
+      fp_beside = walker.add(bytes, int64_t(nbytes / 4), /*threads=*/false);
+      fp_beside_s = now_seconds() - t0;
+    });
+  try {
+    for (uint64_t at = 0; at < nbytes; at += kSlice) {
+      const size_t len = size_t(std::min<uint64_t>(kSlice, nbytes - at));
+      h.update(bytes + at, len);
+      if (fingerprinted && !beside) {
+        const double t0 = now_seconds();
+        fp += walker.add(bytes, int64_t((at + len) / 4), /*threads=*/false);
+        fp_time_.inline_s += now_seconds() - t0;
+      }
+      write_bytes(bytes + at, len);
+    }
+  } catch (...) {
+    if (helper.joinable()) helper.join();
+    throw;
+  }
+  if (helper.joinable()) {
+    const double t0 = now_seconds();
+    helper.join();
+    fp += fp_beside;
+    fp_time_.wait_s += now_seconds() - t0;
+    fp_time_.helper_s += fp_beside_s;
+  }
+  e.checksum = h.digest();
   tensors_.push_back(std::move(e));
 }
 

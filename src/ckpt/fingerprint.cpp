@@ -6,8 +6,10 @@
 #include <cstring>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/fingerprint_body.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "kernels/dispatch.h"
 
 namespace olmo::ckpt {
 
@@ -23,12 +25,9 @@ constexpr uint64_t splitmix64(uint64_t x) {
 }
 
 struct Coefficients {
-  std::array<uint64_t, kL> a{}, b{};
+  alignas(64) std::array<uint32_t, kL> b{};
   Coefficients() {
-    for (size_t j = 0; j < kL; ++j) {
-      a[j] = splitmix64(j) & 0xFFFFFFFFull;
-      b[j] = splitmix64(j + 0x5151515151ull) | 1;
-    }
+    for (size_t j = 0; j < kL; ++j) b[j] = uint32_t(splitmix64(j + 0x5151515151ull)) | 1u;
   }
 };
 
@@ -45,12 +44,7 @@ inline uint32_t word(const void* data, size_t i) {
   return w;
 }
 
-// Sum over j in [j0, j1) of (w[j] ^ a[o + j - j0]) * b[o + j - j0]: one chunk's inner sum.
-inline uint64_t inner(const uint32_t* w, size_t n, size_t o, const Coefficients& c) {
-  uint64_t s = 0;
-  for (size_t j = 0; j < n; ++j) s += uint64_t(w[j] ^ uint32_t(c.a[o + j])) * c.b[o + j];
-  return s;
-}
+
 
 }  // namespace
 
@@ -59,23 +53,24 @@ uint64_t fingerprint_partial_reference(const void* data, size_t n, size_t begin)
   uint64_t f = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t g = begin + i;
-    const uint64_t term = (uint64_t(word(data, i)) ^ c.a[g % kL]) * c.b[g % kL];
+    const uint64_t term = uint32_t(word(data, i) * c.b[g % kL]);
     f += term * chunk_coef(g / kL);
   }
   return f;
 }
 
-uint64_t fingerprint_partial(const void* data, size_t n, size_t begin) {
+uint64_t fingerprint_partial(const void* data, size_t n, size_t begin, bool threads) {
   if (n == 0) return 0;
   const Coefficients& c = coef();
   const uint32_t* w = static_cast<const uint32_t*>(data);  // 4-byte aligned in every caller
+  auto inner = OLMO_DISPATCH(fp_inner);
   // Split [begin, begin+n) at multiples of L: a head piece, whole chunks, a tail piece.
   const size_t first_chunk = begin / kL, last_chunk = (begin + n - 1) / kL;
   uint64_t f = 0;
-#pragma omp parallel for schedule(static) reduction(+ : f) if (n >= (size_t(1) << 18))
+#pragma omp parallel for schedule(static) reduction(+ : f) if (threads && n >= (size_t(1) << 18))
   for (size_t k = first_chunk; k <= last_chunk; ++k) {
     const size_t lo = std::max(begin, k * kL), hi = std::min(begin + n, (k + 1) * kL);
-    f += inner(w + (lo - begin), hi - lo, lo % kL, c) * chunk_coef(k);
+    f += inner(w + (lo - begin), c.b.data() + lo % kL, int64_t(hi - lo)) * chunk_coef(k);
   }
   return f;
 }

@@ -185,12 +185,13 @@ void Evaluator::on_end(Trainer& t) {
 
 void Checkpointer::on_start(Trainer& t) { last_saved_ = t.step(); }
 
-// A written checkpoint: console line and a metrics record with the save's wall time and the
-// part of it spent on the state fingerprint.
+// A written checkpoint: console line and a metrics record with the save's wall time, the part
+// of it spent on the state fingerprint, and the fingerprint's CPU time.
 void Checkpointer::saved(Trainer& t, const std::string& dir) {
   const Trainer::SaveTiming& s = t.last_save();
   t.metrics().write({{"kind", "info"}, {"event", "checkpoint"}, {"step", t.step()}, {"dir", dir},
-                     {"seconds", s.seconds}, {"fingerprint_seconds", s.fingerprint_seconds}});
+                     {"seconds", s.seconds}, {"fingerprint_seconds", s.fingerprint_seconds},
+                     {"fingerprint_cpu_seconds", s.fingerprint_cpu_seconds}});
   t.progress().message("checkpoint " + dir);
 }
 

@@ -119,9 +119,10 @@ class Trainer {
   StepResult train_step();
   // Writes RUN_DIR/stepN with the complete state; applies keep_last. Returns the dir.
   std::string save_checkpoint();
-  // Wall time of the last save_checkpoint() and of its state fingerprint (part of it).
+  // Wall time of the last save_checkpoint(), the fingerprint's share of it, and the CPU time
+  // the fingerprint took (part of it runs beside the writes on a second thread).
   struct SaveTiming {
-    double seconds = 0, fingerprint_seconds = 0;
+    double seconds = 0, fingerprint_seconds = 0, fingerprint_cpu_seconds = 0;
   };
   const SaveTiming& last_save() const { return last_save_; }
 
@@ -181,7 +182,7 @@ class Trainer {
   void measure_peak();
   void read_moments(const ckpt::CheckpointReader& r);
   // Collective: layout-independent fingerprints of the state (trainer_state.cpp).
-  nlohmann::json state_fingerprint();
+  nlohmann::json state_fingerprint(const ckpt::CheckpointWriter* w = nullptr);
   void verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
                      bool resume);
   nlohmann::json trainer_section() const;

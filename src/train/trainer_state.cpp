@@ -61,33 +61,42 @@ static void check_same_model(const model::ModelConfig& want, const json& have,
 }
 
 // Layout-independent fingerprints (ckpt/fingerprint.h) of everything that determines the next
-// update: every global tensor (weights, both AdamW moments) and the trainer, loader, skip-step
-// and optimizer state. Collective: every rank fingerprints the elements of its ZeRO shard
-// [lo, hi) of the flat buffer (weights too, to share the work) and one integer all-reduce adds
-// the partial sums, so the value does not depend on the world size or shard layout.
-// Cost: ~3 passes over this rank's shard of P elements (one multiply-add per element).
-json Trainer::state_fingerprint() {
+// update: every global tensor (weights, both AdamW moments) and the trainer, schedule, loader,
+// skip-step and optimizer state. Collective: every rank contributes partial sums, one integer
+// all-reduce adds them, so the value does not depend on the world size or shard layout. At a
+// save (w given) the partial sums are the ones the writer computed while writing this rank's
+// pieces (rank 0 wrote the weights), no extra pass over memory; after a load (w null) every rank
+// fingerprints the elements of its ZeRO shard [lo, hi) of the flat buffer, weights included
+// (one pass over 3 x P / W floats per rank).
+json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
   const auto& infos = model_->params_info();
-  const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
   std::vector<dist::i128> part(3 * infos.size(), 0);
-  const float* p = model_->params();
-  for (size_t t = 0; t < infos.size(); ++t) {
-    const auto& info = infos[t];
-    const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
-    if (a >= b) continue;
-    const size_t n = b - a, begin = a - info.offset;
-    part[3 * t + 0] = dist::i128(ckpt::fingerprint_partial(p + a, n, begin));
-    part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg() + (a - lo), n, begin));
-    part[3 * t + 2] = dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg_sq() + (a - lo), n, begin));
+  const char* prefix[3] = {"", "optim.exp_avg/", "optim.exp_avg_sq/"};
+  if (w) {  // computed by the writer while it wrote this rank's pieces (no extra pass)
+    for (size_t t = 0; t < infos.size(); ++t)
+      for (int k = 0; k < 3; ++k) {
+        auto it = w->fingerprints().find(prefix[k] + infos[t].name);
+        if (it != w->fingerprints().end()) part[3 * t + k] = dist::i128(it->second);
+      }
+  } else {
+    const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
+    const float* p = model_->params();
+    for (size_t t = 0; t < infos.size(); ++t) {
+      const auto& info = infos[t];
+      const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
+      if (a >= b) continue;
+      const size_t n = b - a, begin = a - info.offset;
+      part[3 * t + 0] = dist::i128(ckpt::fingerprint_partial(p + a, n, begin));
+      part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg() + (a - lo), n, begin));
+      part[3 * t + 2] =
+          dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg_sq() + (a - lo), n, begin));
+    }
   }
   comm_->allreduce(part.data(), part.size(), dist::Type::i128, dist::Op::sum);
   json tensors = json::object();
-  for (size_t t = 0; t < infos.size(); ++t) {
-    const std::string& name = infos[t].name;
-    tensors[name] = hex64(uint64_t(part[3 * t + 0]));  // the sum mod 2^64
-    tensors["optim.exp_avg/" + name] = hex64(uint64_t(part[3 * t + 1]));
-    tensors["optim.exp_avg_sq/" + name] = hex64(uint64_t(part[3 * t + 2]));
-  }
+  for (size_t t = 0; t < infos.size(); ++t)
+    for (int k = 0; k < 3; ++k)  // the sum mod 2^64
+      tensors[prefix[k] + infos[t].name] = hex64(uint64_t(part[3 * t + k]));
   const json state = state_section_fingerprints(trainer_section(), loader_->state(),
                                                 skip_->state_json(), adamw_->state_json());
   return json{{"version", 1}, {"tensors", tensors}, {"state", state}};
@@ -205,8 +214,13 @@ std::string Trainer::save_checkpoint() {
   }
   maybe_test_kill("ckpt");
   const double tf = now_seconds();
-  const json fingerprint = state_fingerprint();  // collective
-  last_save_.fingerprint_seconds = now_seconds() - tf;
+  const json fingerprint = state_fingerprint(&*w);  // collective
+  // Wall-time share: the collective part, the fingerprinting done inline while writing and the
+  // waits for the helper thread; CPU time: everything the fingerprint computed.
+  const ckpt::CheckpointWriter::FingerprintTime& ft = w->fingerprint_time();
+  const double collective = now_seconds() - tf;
+  last_save_.fingerprint_seconds = collective + ft.inline_s + ft.wait_s;
+  last_save_.fingerprint_cpu_seconds = collective + ft.inline_s + ft.helper_s;
   if (rank_ > 0) w->close_shard();
   comm_->barrier();  // every shard durable
   std::string dir;
