@@ -13,10 +13,13 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
+#include <type_traits>
 
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "model/config.h"
+#include "model/config_fields.h"
 #include "model/config_json.h"
 #include "train/config.h"
 #include "train/model_setup.h"
@@ -71,12 +74,30 @@ const std::set<std::string> kNotInHf = {"name", "precision"};
 
 json as_json(const ModelConfig& c) { return model::model_config_to_json(c); }
 
-// The differing keys of two configs' descriptions.
+// The fields whose members differ, compared member by member through the description (not
+// through a format, so a format that drops a field cannot hide it here).
 std::set<std::string> diff(const ModelConfig& a, const ModelConfig& b) {
-  const json x = as_json(a), y = as_json(b);
+  std::vector<std::pair<std::string, std::string>> x, y;
+  auto collect = [](std::vector<std::pair<std::string, std::string>>& out) {
+    return [&out](const char* name, const auto& member, const char*) {
+      std::ostringstream o;
+      o.precision(17);
+      using T = std::decay_t<decltype(member)>;
+      if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+        for (int64_t v : member) o << v << ",";
+      } else if constexpr (std::is_enum_v<T>) {
+        o << int(member);
+      } else {
+        o << member;
+      }
+      out.push_back({name, o.str()});
+    };
+  };
+  model::visit_model_fields(a, collect(x));
+  model::visit_model_fields(b, collect(y));
   std::set<std::string> d;
-  for (auto it = x.begin(); it != x.end(); ++it)
-    if (!y.contains(it.key()) || y[it.key()] != *it) d.insert(it.key());
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].second != y[i].second) d.insert(x[i].first);
   return d;
 }
 
