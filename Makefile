@@ -1,6 +1,8 @@
 # olmo.cpp entry points.
-#   make test   install what is missing, build (Release), run the whole ctest suite, then the
-#               sanitizer subset (test-asan-ci: ASan + UBSan build of the parsers' tests)
+#   make test   install what is missing, build (Release), run the whole ctest suite (a test
+#               that skipped although its prerequisite is on this machine fails the run:
+#               tests/check_skips.py), then the sanitizer subset (test-asan-ci: ASan + UBSan
+#               build of the parsers' tests)
 #   make demo   install, build, build the corpus, tokenize it, train configs/demo.yaml
 #   make bench  the step benchmark against PyTorch (bench/compare.sh)
 SHELL := /bin/bash
@@ -23,7 +25,8 @@ build: configure
 	@set -o pipefail; MAKEFLAGS= cmake --build $(BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)
+	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
+	  { python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
 	@$(MAKE) --no-print-directory test-asan-ci
 
 corpus: build

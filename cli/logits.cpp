@@ -7,6 +7,7 @@
 // --grads G: run all sequences as one batch (equal lengths required) and write the gradient of
 // the batch's mean next-token loss (+ z_coef * mean z-loss, --z-loss, default 0) w.r.t. every
 // parameter to G as fp32 safetensors under HF names; prints the batch loss.
+// stderr: "isa: ACTIVE (CPU: DETECTED)", the kernel path this run dispatched to (OLMO_ISA).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "args.h"
 #include "command.h"
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "data/token_lines.h"
@@ -47,6 +49,8 @@ int run_logits(int argc, char** argv) {
   const bool loss = a.has("--loss");
   OLMO_CHECK(loss || a.has("--out") || a.has("--grads"), "give --out OUT (logits), --loss or --grads G");
   olmo::model::Olmo3 m = olmo::model::load_hf(dir);
+  std::fprintf(stderr, "isa: %s (CPU: %s)\n", olmo::isa_name(olmo::active_isa()),
+               olmo::isa_name(olmo::detected_isa()));
   const int64_t V = m.config().vocab_size;
   auto seqs = read_tokens(tok, V);
   for (size_t i = 0; i < seqs.size(); ++i)

@@ -243,7 +243,7 @@ def main():
     for p in (gcide_path, val_path):
         if not os.path.isfile(p):
             if a.skip_missing:
-                print(f"{p}: not found; skipped")
+                print(f"SKIPPED: {p} not found (the demo corpus is not built)")
                 sys.exit(77)
             sys.exit(f"{p}: not found (build the corpus first: make corpus)")
     g_items, g_pool = gcide_suite(read_jsonl(gcide_path), a.items)

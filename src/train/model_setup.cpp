@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "core/error.h"
@@ -48,7 +50,21 @@ PrecisionChoice choose_precision(const Config& c) {
   static PrecisionChoice choice;
   std::lock_guard<std::mutex> lock(mu);
   if (!decided) {
-    if (!kernels::cpu_has_bf16()) {
+    // Test switch: OLMO_TEST_PRECISION_PROBE=bf16|fp32 replaces the probe's measurement (bf16:
+    // "bf16 GEMM is faster"), so tests/dist/precision_test.py can make each case happen on any
+    // CPU; with OLMO_BF16=emulate, bf16 also on a CPU without native bf16.
+    const char* forced = std::getenv("OLMO_TEST_PRECISION_PROBE");
+    if (forced && *forced) {
+      OLMO_CHECK(!std::strcmp(forced, "bf16") || !std::strcmp(forced, "fp32"),
+                 "OLMO_TEST_PRECISION_PROBE = '", forced, "' must be bf16 or fp32");
+    }
+    if (forced && *forced && (kernels::cpu_has_bf16() || kernels::bf16_emulated())) {
+      const bool bf16 = !std::strcmp(forced, "bf16");
+      choice.why = cat("precision: auto -> ", bf16 ? "bf16_mixed" : "fp32",
+                       " (probe outcome forced by OLMO_TEST_PRECISION_PROBE=", forced,
+                       kernels::bf16_emulated() ? "; bf16 emulated: OLMO_BF16=emulate)" : ")");
+      if (bf16) choice.precision = model::Precision::bf16_mixed;
+    } else if (!kernels::cpu_has_bf16()) {
       choice.why = "precision: auto -> fp32 (no AVX512_BF16 on this CPU, or OLMO_ISA/OLMO_BF16 "
                    "turned it off)";
     } else {

@@ -26,7 +26,9 @@ std::vector<std::string> model_overrides(const model::ModelConfig& mc);
 // OLMO_BF16=emulate for tests). auto: bf16_mixed
 // when the CPU has AVX512_BF16 and kernels::probe_gemm_precisions() measures oneDNN's bf16 GEMM
 // at least 1.1x its fp32 one, else fp32. The probe runs once per process (~0.1 s; the result is
-// cached) and the choice is printed once to stderr ("precision: auto -> ...").
+// cached) and the choice is printed once to stderr ("precision: auto -> ..."). Test switch:
+// OLMO_TEST_PRECISION_PROBE=bf16|fp32 replaces the probe's outcome where bf16 is usable (native,
+// or OLMO_BF16=emulate); any other value is an error.
 struct PrecisionChoice {
   model::Precision precision = model::Precision::fp32;
   std::string why;

@@ -5,4 +5,4 @@ add_test(NAME corpus_tokenizer_parity
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/corpus_tokenizer_parity.sh)
 set_tests_properties(corpus_tokenizer_parity PROPERTIES
   ENVIRONMENT "OLMO_SOURCE_DIR=${CMAKE_SOURCE_DIR};OLMO_BINARY_DIR=${CMAKE_BINARY_DIR};OLMO_BIN=${CMAKE_BINARY_DIR}/olmo;OLMO_PYTHON=${OLMO_PYTHON};TIKTOKEN_CACHE_DIR=${CMAKE_SOURCE_DIR}/data/tiktoken_cache"
-  TIMEOUT 1200)
+  TIMEOUT 1200 FIXTURES_SETUP demo_corpus)  # eval_suites_check reads the corpus it builds

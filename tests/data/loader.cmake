@@ -7,14 +7,11 @@ set_tests_properties(data_numpy_order PROPERTIES LABELS data TIMEOUT 120)
 olmo_py_test(data_olmo_core_parity ${CMAKE_CURRENT_LIST_DIR}/olmo_core_parity.py)
 set_tests_properties(data_olmo_core_parity PROPERTIES LABELS data TIMEOUT 300)
 
-add_test(NAME data_cli_bad_epoch
-  COMMAND ${CMAKE_BINARY_DIR}/olmo data global-indices --size 4 --seed 1 --epoch 0 --out /dev/null)
-set_tests_properties(data_cli_bad_epoch PROPERTIES LABELS data
-  PASS_REGULAR_EXPRESSION "epoch must be >= 1")
-add_test(NAME data_cli_missing_file
-  COMMAND ${CMAKE_BINARY_DIR}/olmo data info /nonexistent/part-0.npy --seq-len 16)
-set_tests_properties(data_cli_missing_file PROPERTIES LABELS data
-  PASS_REGULAR_EXPRESSION "/nonexistent/part-0.npy: token file not found")
+olmo_cli_test(data_cli_bad_epoch error "epoch must be >= 1"
+  ${CMAKE_BINARY_DIR}/olmo data global-indices --size 4 --seed 1 --epoch 0 --out /dev/null)
+olmo_cli_test(data_cli_missing_file error "/nonexistent/part-0.npy: token file not found"
+  ${CMAKE_BINARY_DIR}/olmo data info /nonexistent/part-0.npy --seq-len 16)
+set_tests_properties(data_cli_bad_epoch data_cli_missing_file PROPERTIES LABELS data)
 
 add_executable(bench_loader ${CMAKE_SOURCE_DIR}/bench/loader_bench.cpp)
 target_link_libraries(bench_loader PRIVATE olmo_data)

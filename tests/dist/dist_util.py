@@ -32,16 +32,23 @@ def train(np_, overrides, env=None, check=True, timeout=300):
     e.update(env or {})
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=timeout)
-    p.seconds = time.time() - t0
+    p.t_end = time.time()
+    p.seconds = p.t_end - t0
     if check and p.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p
 
 
 def steps(run):
-    """step -> (loss, grad_norm, lr, batch_hash) from metrics.jsonl (bit-exact JSON doubles)."""
-    return {r["step"]: (r["loss"], r["grad_norm"], r["lr"], r["batch_hash"])
-            for r in td.read_metrics(run)}
+    """step -> (loss, grad_norm, lr, batch_hash) from metrics.jsonl (bit-exact JSON doubles);
+    AssertionError when a step is recorded twice (tiny_data.train_records)."""
+    return td.train_records(run)
+
+
+def once_problems(run, n_steps, evals=()):
+    """[] when every train step 1..n_steps and each (step, set) of evals is recorded exactly
+    once (tiny_data.once_problems); else the problems."""
+    return td.once_problems(run, n_steps, evals)
 
 
 def start_record(run):

@@ -1,8 +1,14 @@
 """model.precision=auto under mpirun: every rank probes for itself, and the job must still run
-one precision. Rank 1 is started with OLMO_BF16=0 (its CPU "has no bf16"), rank 0 without: the
-job runs fp32 on both ranks (start record and stderr say so) and its per-step losses equal, bit
-for bit, a 2-process run with model.precision=fp32. (On a CPU without AVX512_BF16 both ranks
-pick fp32 by themselves; the bitwise check still holds, the agreement message does not apply.)
+one precision. The probe's outcome is forced (OLMO_TEST_PRECISION_PROBE, src/train/model_setup.cpp;
+with OLMO_BF16=emulate where the CPU has no native bf16), so each case happens on every CPU, and
+the test fails when the case it tests did not happen:
+
+1. Disagreement: rank 0's probe says bf16 (it must print "auto -> bf16_mixed"), rank 1 is
+   started with OLMO_BF16=0 (its CPU "has no bf16"): the job runs fp32 on both ranks (start
+   record, and rank 0's "auto -> fp32 on all 2 processes" message) and its per-step losses equal,
+   bit for bit, a 2-process run with model.precision=fp32.
+2. Agreement: both ranks' probes say bf16: the job runs bf16_mixed (start record), and its
+   losses are not the fp32 run's (bf16 rounding really ran) but stay within 1e-3 of them.
 """
 import os
 import shutil
@@ -13,38 +19,68 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 
+BF16 = ["OLMO_TEST_PRECISION_PROBE=bf16", "OLMO_BF16=emulate"]  # emulate: only without native
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="olmo_dist_precision_")
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 4)
+
+def run_auto(tmp, data, name, envs):
+    """A 2-process model.precision=auto job, rank r started under `env envs[r]`."""
     exe = os.environ.get("OLMO_BIN", "build/olmo")
-    fails = []
-
-    ref = os.path.join(tmp, "fp32")
-    du.train(2, du.base_overrides(data, ref, steps=3, extra=["model.precision=fp32"]))
-
-    run = os.path.join(tmp, "auto")
+    run = os.path.join(tmp, name)
     ov = du.base_overrides(data, run, steps=3, extra=["model.precision=auto"])
-    cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root",
-           "-np", "1", "env", "OLMO_BF16=1", exe, "train", du.td.tiny_config(), *ov, ":",
-           "-np", "1", "env", "OLMO_BF16=0", exe, "train", du.td.tiny_config(), *ov]
+    cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root"]
+    for r, env in enumerate(envs):
+        cmd += ([":"] if r else []) + ["-np", "1", "env", *env, exe, "train", du.td.tiny_config(),
+                                       *ov]
     e = dict(os.environ)
     e.pop("OMP_NUM_THREADS", None)
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
     if p.returncode != 0:
         print(p.stdout, p.stderr)
-        raise SystemExit(f"FAIL: mixed-precision-capability job exited {p.returncode}")
+        raise SystemExit(f"FAIL: {name} job exited {p.returncode}")
+    return run, p
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="olmo_dist_precision_")
+    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 4)
+    fails = []
+
+    ref = os.path.join(tmp, "fp32")
+    du.train(2, du.base_overrides(data, ref, steps=3, extra=["model.precision=fp32"]))
+    a = du.steps(ref)
+
+    # 1. ranks disagree
+    run, p = run_auto(tmp, data, "disagree", [BF16, ["OLMO_BF16=0"]])
     rec = du.start_record(run)
+    chose = "precision: auto -> bf16_mixed" in p.stderr
+    if not chose:
+        fails.append("case not tested: rank 0 did not choose bf16_mixed:\n" + p.stderr[-2000:])
+    if "auto -> fp32 on all 2 processes" not in p.stderr:
+        fails.append("no agreement message (auto -> fp32 on all 2 processes):\n" + p.stderr[-2000:])
     if rec.get("precision") != "fp32":
-        fails.append(f"start record precision = {rec.get('precision')}, want fp32")
-    rank0_bf16 = "precision: auto -> bf16_mixed" in p.stderr
-    if rank0_bf16 and "auto -> fp32 on all 2 processes" not in p.stderr:
-        fails.append("rank 0 chose bf16_mixed but no agreement message:\n" + p.stderr[-2000:])
-    a, b = du.steps(ref), du.steps(run)
+        fails.append(f"disagree: start record precision = {rec.get('precision')}, want fp32")
+    b = du.steps(run)
     if a != b:
-        fails.append(f"losses differ from the fp32 run: {a} vs {b}")
-    print(f"rank 0 probe chose bf16_mixed: {rank0_bf16}; start record precision "
-          f"{rec.get('precision')}; steps equal to fp32: {a == b}")
+        fails.append(f"disagree: losses differ from the fp32 run: {a} vs {b}")
+    print(f"disagree: rank 0 chose bf16_mixed: {chose}; job precision {rec.get('precision')}; "
+          f"steps bitwise equal to fp32: {a == b}")
+
+    # 2. ranks agree on bf16
+    run, p = run_auto(tmp, data, "agree", [BF16, BF16])
+    rec = du.start_record(run)
+    if rec.get("precision") != "bf16_mixed":
+        fails.append(f"agree: start record precision = {rec.get('precision')}, want bf16_mixed:\n"
+                     + p.stderr[-2000:])
+    if "fp32 on all" in p.stderr:
+        fails.append("agree: the job fell back to fp32:\n" + p.stderr[-2000:])
+    c = du.steps(run)
+    rel = max(abs(c[s][0] - a[s][0]) / a[s][0] for s in a)
+    if c == a or rel == 0:
+        fails.append("agree: losses equal the fp32 run's bit for bit: bf16 did not run")
+    if rel > 1e-3:  # measured 7.8e-5 (native bf16, 3 steps), 5.3e-5 (emulated, OLMO_ISA=avx2)
+        fails.append(f"agree: losses {rel:.2e} (relative) from the fp32 run's, want <= 1e-3")
+    print(f"agree: job precision {rec.get('precision')}; max loss difference from fp32 "
+          f"{rel:.2e} (relative)")
     if fails:
         for f in fails:
             print("FAIL:", f)

@@ -6,7 +6,10 @@ than the sequence), saves each with save_pretrained, computes logits, loss and e
 gradient in PyTorch for a fixed batch, then runs `olmo logits` (which loads the directory by HF
 tensor names with our own safetensors reader) and compares:
   logits rel L2 <= 1e-5, batch and per-sequence loss rel <= 1e-6, each gradient rel L2 <= 1e-4,
-under every ISA path (OLMO_ISA=scalar/avx2/avx512), and the ISA paths against each other.
+under every ISA path (OLMO_ISA=scalar/avx2/avx512), and the ISA paths against each other. That
+the paths really differ is checked two ways: each run must report (stderr "isa: X") the ISA
+OLMO_ISA asks for, capped at what /proc/cpuinfo offers (an ignored OLMO_ISA fails), and the
+logits of two paths that ran must not be bitwise equal (a dispatch that ignores the ISA fails).
 Env: OLMO_BIN (the olmo binary). Exit code 0 = pass.
 """
 import os
@@ -39,11 +42,33 @@ def check(what, err, tol):
         failures.append(what)
 
 
+def cpu_isa():
+    """The best ISA of this CPU read from /proc/cpuinfo (independent of src/core/cpu.cpp)."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "avx512"
+    return "avx2" if {"avx2", "fma"} <= flags else "scalar"
+
+
+def expected_isa(isa):
+    return min(isa, cpu_isa(), key=ISAS.index)
+
+
 def run(args, isa):
     env = dict(os.environ, OLMO_ISA=isa)
     r = subprocess.run([BIN, "logits", *args], env=env, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"olmo logits {' '.join(args)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    m = re.search(r"^isa: (\w+)", r.stderr, re.M)
+    used = m.group(1) if m else None
+    if used != expected_isa(isa):
+        print(f"  FAIL OLMO_ISA={isa}: the run used {used}, want {expected_isa(isa)}")
+        failures.append(f"OLMO_ISA={isa} ran {used}")
     return r.stdout
 
 
@@ -108,13 +133,22 @@ def variant(tmp, name, heads, kv, hidden, layers, inter, window, vocab, B, T, sh
         check(f"{name}/{isa} worst gradient rel L2 ({worst})", rel_l2(G[worst], grads[worst]),
               1e-4)
         ours[isa] = (L, G)
-    # The ISA paths against each other: the same model within fp32 rounding.
+    # The ISA paths against each other: the same model within fp32 rounding, and not the same
+    # bits (different kernels round differently: equal bits mean one path ran twice).
     for isa in ISAS[:-1]:
         L, G = ours[isa]
         L2, G2 = ours[ISAS[-1]]
         check(f"{name} logits {isa} vs {ISAS[-1]}", rel_l2(L, L2), 3e-6)
         check(f"{name} grads {isa} vs {ISAS[-1]}",
               max(rel_l2(G[n], G2[n]) for n in G), 1e-5)
+    for i, x in enumerate(ISAS):
+        for y in ISAS[i + 1:]:
+            if expected_isa(x) != expected_isa(y):
+                same = ours[x][0].tobytes() == ours[y][0].tobytes()
+                print(f"  {'FAIL' if same else 'ok  '} {name} logits {x} vs {y} not bitwise "
+                      f"equal: {not same}")
+                if same:
+                    failures.append(f"{name}: {x} and {y} logits bitwise equal")
 
 
 def main():

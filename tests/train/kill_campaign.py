@@ -175,7 +175,7 @@ def main():
         out.close()
         ref_s = time.time() - t0
         if not check(rc == 0, f"reference run failed: {open(os.path.join(tmp, 'ref.log')).read()}"):
-            return
+            sys.exit(1)  # the finally below removes tmp; SystemExit still fails the test
         print(f"reference run: {STEPS} steps in {ref_s:.1f} s")
 
         kinds = (["hook:start"] * 5 + ["hook:step"] * 5 + ["hook:ckpt"] * 5 + ["timed"] * 9 +

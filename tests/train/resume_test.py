@@ -3,7 +3,9 @@
 1. 20 steps straight (run A) versus 10 steps, save, exit, then a NEW `olmo train` process on
    the same run dir that resumes and runs steps 11-20 (run B): the per-step losses, grad norms
    and LRs in metrics.jsonl and every saved tensor (weights and both AdamW moments) and the
-   AdamW step counts at step 20 must be bitwise identical.
+   AdamW step counts at step 20 must be bitwise identical; each train step and each held-out
+   eval record (at start and every 5 steps) is in metrics.jsonl exactly once, the eval losses
+   equal too.
 2. A run with checkpoints at 5, 10, 15; the newest (step15) is damaged three ways (a flipped
    byte in the tensor file, a missing state.json, a truncated tensor file). Each time a direct
    load (trainer.load_path=step15) is refused with an error naming the damage, and a restarted
@@ -39,8 +41,11 @@ def tensors(step_dir):
 
 
 def steps_of(run):
-    return {r["step"]: (r["loss"], r["grad_norm"], r["lr"], r["batch_hash"])
-            for r in td.read_metrics(run)}
+    """step -> train record values; each of steps 1..20 must be recorded exactly once (a step
+    recorded twice fails here instead of collapsing into one entry)."""
+    probs = td.once_problems(run, 20, [(s, "val") for s in (0, 5, 10, 15, 20)])
+    check(not probs, f"{run}: metrics.jsonl: {probs}")
+    return td.train_records(run) if not probs else {}
 
 
 def optim_state(step_dir):
@@ -60,7 +65,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="olmo_resume_")
     try:
         d = td.make_data(tmp)
-        base = [td.tiny_config(), f"data.mix={d['mix']}", "trainer.keep_last=5"]
+        base = [td.tiny_config(), f"data.mix={d['mix']}", "trainer.keep_last=5",
+                f"eval.sets.val={d['val']}", "eval.interval=5"]
         A, B, C = (os.path.join(tmp, x) for x in ("A", "B", "C"))
         td.olmo("train", *base, f"trainer.run_dir={A}")
         td.olmo("train", *base, f"trainer.run_dir={B}", "trainer.hard_stop_steps=10")
@@ -72,6 +78,8 @@ def main():
               f"steps logged: {sorted(sa)} / {sorted(sb)}")
         for s in range(1, 21):
             check(sa.get(s) == sb.get(s), f"step {s}: {sa.get(s)} != {sb.get(s)}")
+        check(td.eval_records(A) == td.eval_records(B),
+              f"eval losses: {td.eval_records(A)} != {td.eval_records(B)}")
         same_final(B, A, "10+10 resume")
 
         td.olmo("train", *base, f"trainer.run_dir={C}", "trainer.save_interval=5",

@@ -74,3 +74,47 @@ def read_metrics(run_dir, kind="train"):
             if r.get("kind") == kind:
                 out.append(r)
     return out
+
+
+def train_records(run_dir):
+    """step -> (loss, grad_norm, lr, batch_hash) of metrics.jsonl's train records (bit-exact JSON
+    doubles). A step recorded twice (a resume that re-ran a step without dropping its old
+    record) raises AssertionError instead of collapsing into one entry."""
+    out = {}
+    for r in read_metrics(run_dir):
+        if r["step"] in out:
+            raise AssertionError(f"{run_dir}/metrics.jsonl: train step {r['step']} recorded twice")
+        out[r["step"]] = (r["loss"], r["grad_norm"], r["lr"], r["batch_hash"])
+    return out
+
+
+def eval_records(run_dir):
+    """(step, set) -> loss of metrics.jsonl's eval records; a pair recorded twice raises."""
+    out = {}
+    for r in read_metrics(run_dir, "eval"):
+        k = (r["step"], r["set"])
+        if k in out:
+            raise AssertionError(f"{run_dir}/metrics.jsonl: eval {k} recorded twice")
+        out[k] = r["loss"]
+    return out
+
+
+def once_problems(run_dir, steps, evals=()):
+    """[] when metrics.jsonl holds every train step 1..steps exactly once and no other, and each
+    (step, set) of `evals` exactly once and no other eval record; else what is wrong. Only rank 0
+    writes metrics.jsonl: in a data-parallel job these are the job's records."""
+    from collections import Counter
+    probs = []
+    ts = Counter(r["step"] for r in read_metrics(run_dir))
+    twice = sorted(s for s, n in ts.items() if n > 1)
+    if twice:
+        probs.append(f"train steps recorded more than once: {twice}")
+    if sorted(ts) != list(range(1, steps + 1)):
+        probs.append(f"train steps {sorted(ts)}, want 1..{steps}")
+    es = Counter((r["step"], r["set"]) for r in read_metrics(run_dir, "eval"))
+    twice = sorted(k for k, n in es.items() if n > 1)
+    if twice:
+        probs.append(f"eval records more than once: {twice}")
+    if sorted(es) != sorted(evals):
+        probs.append(f"eval records {sorted(es)}, want {sorted(evals)}")
+    return probs
