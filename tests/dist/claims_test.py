@@ -87,7 +87,8 @@ def plan_cli(tmp):
     cfg = Olmo3Config(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, sliding_window=16,
                       max_position_embeddings=32, layer_types=["sliding_attention", "full_attention"],
-                      tie_word_embeddings=False)
+                      tie_word_embeddings=False, pad_token_id=None, eos_token_id=None,
+                      bos_token_id=None)
     hand = os.path.join(tmp, "hand")
     cfg.save_pretrained(hand)
     for (n, reduce, acc, k), want in HAND.items():

@@ -10,10 +10,8 @@ batch, 40 new tokens each (decoding crosses the 16-token window, reaches positio
 `--logits-out` writing each new token's logits row. Reference: each prompt alone through
 generate(do_sample=False, output_logits=True).
 Checks: token ids equal, token for token; per prompt, the rel L2 of all its step-logit rows
-(ours vs transformers) <= LOGIT_TOL. LOGIT_TOL = 1e-5: measured worst 2026-12-03 on this
-machine, printed by the test: see the report line "worst step-logit rel L2"; fp32 models of
-this size agree to ~1e-6 (different GEMM blocking and softmax order), and the same forward vs
-transformers in tests/model/export_parity.py is bounded at 1e-5.
+(ours vs transformers) <= LOGIT_TOL = 3e-6: measured worst 7.1e-7 (2026-12-03, this machine,
+AVX-512; plain RoPE 6.9e-7, YaRN 7.1e-7), about 4x margin for other CPUs' GEMM blocking.
 Env: OLMO_BIN, OLMO_SOURCE_DIR. Exit 0 = pass.
 """
 import json
@@ -28,7 +26,7 @@ import torch
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
-LOGIT_TOL = 1e-5
+LOGIT_TOL = 3e-6
 NEW = 40
 fails = []
 

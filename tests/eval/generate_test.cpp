@@ -1,7 +1,8 @@
 // KV-cache decoding and sampling tests:
 //  - Decoder (prefill + batched steps, sequences at different positions, sliding layers keeping
 //    only their window in a ring; plain RoPE and both YaRN variants) against
-//    Olmo3::forward_logits of the whole prefix, every step;
+//    Olmo3::forward_logits of the whole prefix, every step: rel L2 <= 3e-6 (measured worst
+//    2026-12-03, AVX-512, 2 threads: 7.2e-7 plain RoPE, 8.4e-7 / 9.3e-7 YaRN faithful / hf);
 //  - generate(): a prompt's greedy tokens do not depend on the batch it runs in, each equals the
 //    argmax of the logits row it was chosen from (step_logits), the prefill row equals the full
 //    forward's last row; EOS and context stops; errors;
@@ -116,14 +117,14 @@ TEST_P(DecoderVsForward, StepLogitsEqualFullForwardAtEveryPosition) {
     dec.step(rows.data(), tok.data(), int64_t(rows.size()), lg.data());
     for (size_t i = 0; i < rows.size(); ++i) {
       double e = rel_l2(lg.data() + i * V, reference(rows[i], dec.cache().length(rows[i])), V);
-      EXPECT_LE(e, 1e-5) << "sequence " << rows[i] << " position "
+      EXPECT_LE(e, 3e-6) << "sequence " << rows[i] << " position "
                          << dec.cache().length(rows[i]) - 1;
       worst = std::max(worst, e);
       ++checked;
     }
   }
   EXPECT_EQ(checked, (40 - 3) + (25 - 9) + (33 - 1));
-  EXPECT_LE(worst, 1e-5);
+  EXPECT_LE(worst, 3e-6);
   std::printf("decode vs full forward (case %d): %d positions, worst rel L2 %.2e\n", GetParam(),
               checked, worst);
   // The context is full: one more step is refused.

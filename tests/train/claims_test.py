@@ -53,7 +53,7 @@ def zloss_cases(tmp, base):
             p = run([*base, f"trainer.run_dir={rd}", f"dist.reduce={reduce}",
                      "trainer.max_steps=6", "trainer.save_interval=1",
                      "trainer.hard_stop_steps=3"], nan=f"{kind}:3")
-            if not check(p.returncode == 0, f"{what}: rc {p.returncode} {p.stderr[-300:]}"):
+            if not check(p.returncode == 0, f"{what}: rc {p.returncode} " + (p.stderr[-300:] if p.returncode else "")):
                 continue
             tr = {r["step"]: r for r in td.read_metrics(rd)}
             nf = nonfinite(rd)
@@ -91,7 +91,7 @@ def default_streak(tmp, base):
     p = run([*base, f"trainer.run_dir={rd}", "trainer.max_steps=12"], nan="loss:2:9")
     tr = {r["step"]: r for r in td.read_metrics(rd)}
     check(p.returncode == 0 and max(tr) == 12 and not tr[11]["skipped"],
-          f"9 in a row (steps 2-10) do not stop the run: rc {p.returncode} {p.stderr[-200:]}")
+          f"9 in a row (steps 2-10) do not stop the run: rc {p.returncode} " + (p.stderr[-200:] if p.returncode else ""))
 
 
 def main():
