@@ -147,6 +147,8 @@ class Trainer {
   const std::string& run_dir() const { return cfg_.trainer.run_dir; }
   dist::Communicator& comm() { return *comm_; }
   const dist::GradReducer& reducer() const { return *reducer_; }
+  // Bytes of this rank's reduced-gradient shard buffer (0 when one fast process reduces in place).
+  size_t grad_shard_bytes() const { return shard_grad_.size() * sizeof(float); }
   std::vector<Callback*> callbacks();
   // Warnings from startup (e.g. a corrupt newer checkpoint that was skipped).
   const std::vector<std::string>& warnings() const { return warnings_; }

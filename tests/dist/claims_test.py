@@ -7,7 +7,8 @@
    N = 1, 2, 3, 4.
 2. What the ranks of a real 2-process job hold (the start record of metrics.jsonl, measured from
    the allocations: AdamW state bytes and the reducer's accumulator + staging bytes per rank):
-   the AdamW moments equal the plan's 8P/N; the sharded exact accumulator is 16 B/parameter/N
+   the AdamW moments equal the plan's 8P/N, the reduced-gradient shard its 4P/N (ZeRO-2: no
+   rank keeps the whole reduced gradient); the sharded exact accumulator is 16 B/parameter/N
    (= 16P minus what it saves against the local one, which is 16P(N-1)/N).
 3. A second job (mpirun -np 2) on a run dir held by a running 2-process job is refused with the
    pid of the holder (rank 0 of the first job, found from the process table: the child of the
@@ -122,6 +123,9 @@ def held_by_ranks(tmp, d):
         check(r["world"] == 2 and r["optimizer_state_bytes_per_rank"] == [DRY["moments"]] * 2,
               f"{name}: AdamW state per rank {r['optimizer_state_bytes_per_rank']} == plan "
               f"8P/2 = {DRY['moments']}")
+        check(r["grad_shard_bytes_per_rank"] == [DRY["grad_shard"]] * 2,
+              f"{name}: reduced-gradient shard per rank {r['grad_shard_bytes_per_rank']} == plan "
+              f"4P/2 = {DRY['grad_shard']} (ZeRO-2)")
     loc, sh = runs["local"]["reducer_bytes_per_rank"], runs["sharded"]["reducer_bytes_per_rank"]
     acc = [16 * P_TINY - (a - b) for a, b in zip(loc, sh)]  # the sharded accumulator per rank
     check(all(16 * P_TINY // 2 <= x <= 16 * P_TINY // 2 * 1.01 for x in acc),
