@@ -5,7 +5,8 @@
 // or --prompt-ids FILE (one line of token ids per prompt; no tokenizer needed). Text goes through
 // the dolma2 tokenizer (cl100k ranks); ids are limited to the tokenizer's vocabulary and
 // generation stops at <|endoftext|>. --json prints one JSON object per prompt (ids, text,
-// finish) for scripts; timing goes to stderr.
+// finish) for scripts; timing goes to stderr. --logits-out FILE writes, prompt after prompt, the
+// fp32 logits row (little-endian, vocab_size floats) each new token was chosen from (parity tests).
 #include <unistd.h>
 
 #include <cstdio>
@@ -62,16 +63,17 @@ int run_generate(int argc, char** argv) {
     std::printf(
         "usage: olmo generate PATH (--prompt TEXT | --prompts FILE | --prompt-ids FILE)\n"
         "       [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--eos ID]\n"
-        "       [--tokenizer FILE] [--ids] [--json]\n"
+        "       [--tokenizer FILE] [--ids] [--json] [--logits-out FILE]\n"
         "Continues each prompt with the model in PATH (checkpoint dir, run dir or HF dir),\n"
         "using a KV cache; several prompts run as one batch. --tokens: new tokens (32).\n"
         "Greedy unless --temperature > 0 (then top-k / top-p / seed apply). Stops at\n"
         "<|endoftext|> (--eos ID overrides, -1: never). --ids prints token ids; --json prints\n"
-        "one object per prompt. Decode speed goes to stderr.\n");
+        "one object per prompt. Decode speed goes to stderr. --logits-out: the raw fp32\n"
+        "logits row of every new token, prompt after prompt (vocab_size floats each).\n");
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--prompt", "--prompts", "--prompt-ids", "--tokens", "--temperature", "--top-k",
-            "--top-p", "--seed", "--eos", "--tokenizer", "--ids", "--json"});
+            "--top-p", "--seed", "--eos", "--tokenizer", "--ids", "--json", "--logits-out"});
   eval::GenerateOptions opt;
   opt.max_new_tokens = a.get_int("--tokens", 32);
   OLMO_CHECK(opt.max_new_tokens >= 1, "--tokens must be >= 1");
@@ -110,7 +112,15 @@ int run_generate(int argc, char** argv) {
   }
   opt.eos_id = a.get_int("--eos", opt.eos_id);
 
+  std::vector<std::vector<float>> step_logits;
+  if (a.has("--logits-out")) opt.step_logits = &step_logits;
   eval::Generation g = eval::generate(*m, prompts, opt);
+  if (a.has("--logits-out")) {
+    std::string bytes;
+    for (const auto& v : step_logits)
+      bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    write_file_atomic(a.get("--logits-out"), bytes);
+  }
   bool tty = isatty(fileno(stdout));
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& out = g.tokens[i];

@@ -69,6 +69,11 @@ void dry_run(const olmo::train::Config& c) {
               gib(mp.reduce_accumulator), gib(mp.activations), gib(mp.total));
   if (W > 1)
     std::printf("communication per step per rank: %.3f GiB\n", gib(mp.comm_bytes_per_step));
+  std::printf("plan bytes: weights %lld, grads %lld, moments %lld, grad_shard %lld, "
+              "accumulator %lld, activations %lld, total %lld, sent_per_step %lld\n",
+              (long long)mp.weights, (long long)mp.grads, (long long)mp.adam_moments,
+              (long long)mp.grad_shard, (long long)mp.reduce_accumulator,
+              (long long)mp.activations, (long long)mp.total, (long long)mp.comm_bytes_per_step);
 
   int64_t bpe = 0;
   std::string data_note;

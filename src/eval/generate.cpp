@@ -1,4 +1,4 @@
-// Batched generation with a KV cache, and the cache-free greedy loop (see generate.h).
+// Batched generation with a KV cache (see generate.h).
 #include "eval/generate.h"
 
 #include <algorithm>
@@ -49,7 +49,12 @@ Generation generate(const model::Olmo3& m, const std::vector<std::vector<uint32_
   std::vector<float> logits(size_t(B * V));
 
   // Takes sequence b's next token from its logits row; marks it finished when it must stop.
+  if (opt.step_logits) opt.step_logits->assign(size_t(B), {});
   auto choose = [&](int64_t b, const float* row) {
+    if (opt.step_logits) {
+      auto& keep = (*opt.step_logits)[size_t(b)];
+      keep.insert(keep.end(), row, row + V);
+    }
     int64_t t = samplers[size_t(b)].next(row, limit);
     auto& out = g.tokens[size_t(b)];
     out.push_back(uint32_t(t));
@@ -87,28 +92,6 @@ Generation generate(const model::Olmo3& m, const std::vector<std::vector<uint32_
   g.stats.decode_s = now_s() - t1;
   for (auto& t : g.tokens) g.stats.new_tokens += int64_t(t.size());
   return g;
-}
-
-std::vector<uint32_t> greedy_generate(model::Olmo3& m, const std::vector<uint32_t>& prompt,
-                                      int64_t max_new_tokens, int64_t max_ctx, int64_t stop_id) {
-  OLMO_CHECK(!prompt.empty(), "greedy_generate: empty prompt");
-  const int64_t V = m.config().vocab_size;
-  std::vector<int32_t> ctx(prompt.begin(), prompt.end());
-  for (auto t : prompt) OLMO_CHECK(int64_t(t) < V, "prompt token ", t, " >= vocab size ", V);
-  std::vector<uint32_t> out;
-  std::vector<float> logits;
-  for (int64_t k = 0; k < max_new_tokens; ++k) {
-    int64_t L = std::min<int64_t>(int64_t(ctx.size()), max_ctx);
-    const int32_t* start = ctx.data() + (ctx.size() - L);
-    logits.resize(size_t(L) * V);
-    m.forward_logits(start, 1, L, logits.data());
-    const float* last = logits.data() + size_t(L - 1) * V;
-    int64_t best = argmax(last, V);
-    out.push_back(uint32_t(best));
-    ctx.push_back(int32_t(best));
-    if (stop_id >= 0 && best == stop_id) break;
-  }
-  return out;
 }
 
 }  // namespace olmo::eval

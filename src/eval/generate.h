@@ -11,10 +11,8 @@
 // that does not leave room for one new token in the model's context (it names the prompt, its
 // length and the context), bad sampling parameters.
 // Cost: prefill = one forward of each prompt; each step = one weight pass for all sequences.
-//
-// greedy_generate(): the old cache-free greedy loop (full causal forward over the context for
-// every token; contexts longer than max_ctx keep their last max_ctx tokens). Kept for callers
-// that want the sliding-context behaviour; O(n^2).
+// With GenerateOptions::step_logits set, the logits row each new token was chosen from is copied
+// out as well (V floats per new token; for parity tests against transformers' generate()).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,6 +28,9 @@ struct GenerateOptions {
   SamplingParams sampling;
   int64_t eos_id = -1;       // < 0: never stop early
   int64_t vocab_limit = 0;   // 0: the model's whole vocabulary
+  // Not null: (*step_logits)[b] receives, per new token of prompt b, the V logits it was chosen
+  // from (the full row, before vocab_limit / sampling), concatenated.
+  std::vector<std::vector<float>>* step_logits = nullptr;
 };
 
 struct GenerateStats {
@@ -45,10 +46,5 @@ struct Generation {
 
 Generation generate(const model::Olmo3& m, const std::vector<std::vector<uint32_t>>& prompts,
                     const GenerateOptions& opt);
-
-// Returns only the new tokens; stops early after emitting stop_id (if >= 0).
-std::vector<uint32_t> greedy_generate(model::Olmo3& m, const std::vector<uint32_t>& prompt,
-                                      int64_t max_new_tokens, int64_t max_ctx,
-                                      int64_t stop_id = -1);
 
 }  // namespace olmo::eval

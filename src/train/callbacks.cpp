@@ -38,11 +38,14 @@ void ConfigSaver::on_start(Trainer& t) {
 void MetricsLogger::on_start(Trainer& t) {
   const auto& mc = t.model().config();
   // Per-rank resident state (ZeRO: optimizer moments and the reduced-gradient shard fall as 1/W).
-  std::vector<int64_t> opt_bytes(size_t(t.world()), 0), red_bytes(size_t(t.world()), 0);
+  std::vector<int64_t> opt_bytes(size_t(t.world()), 0), red_bytes(size_t(t.world()), 0),
+      shard_bytes(size_t(t.world()), 0);
   opt_bytes[size_t(t.rank())] = int64_t(t.optimizer().state_bytes());
   red_bytes[size_t(t.rank())] = int64_t(t.reducer().buffer_bytes());
+  shard_bytes[size_t(t.rank())] = int64_t(t.grad_shard_bytes());
   t.comm().allreduce(opt_bytes.data(), opt_bytes.size());
   t.comm().allreduce(red_bytes.data(), red_bytes.size());
+  t.comm().allreduce(shard_bytes.data(), shard_bytes.size());
   json rec = {{"kind", "info"},
               {"event", "start"},
               {"world", t.world()},
@@ -50,6 +53,7 @@ void MetricsLogger::on_start(Trainer& t) {
               {"dist_reduce", t.config().dist.reduce},
               {"optimizer_state_bytes_per_rank", opt_bytes},
               {"reducer_bytes_per_rank", red_bytes},
+              {"grad_shard_bytes_per_rank", shard_bytes},
               {"step", t.step()},
               {"start", start_name(t.start_kind())},
               {"from", t.start_from()},

@@ -38,25 +38,29 @@ void take(AvailableMemory& m, int64_t bytes, const std::string& source) {
   }
 }
 
-// The cgroup (v2 unified "0::/path", else the v1 memory controller's) of this process.
+// The cgroup of this process that has the memory controller: the v1 memory controller's when
+// one is listed (a hybrid host lists "0::/..." too, but its unified hierarchy then has no
+// memory controller), else the v2 unified "0::/path".
 std::string cgroup_path(bool& v2) {
   std::ifstream f("/proc/self/cgroup");
-  std::string line, v1;
-  v2 = false;
+  std::string line, v1, unified;
+  bool has_v1 = false, has_v2 = false;
   while (std::getline(f, line)) {
     if (line.rfind("0::", 0) == 0) {
-      v2 = true;
-      return line.substr(3);
+      has_v2 = true;
+      unified = line.substr(3);
+      continue;
     }
     const auto a = line.find(':'), b = line.find(':', a + 1);
     if (a != std::string::npos && b != std::string::npos) {
       std::stringstream ctrls(line.substr(a + 1, b - a - 1));
       std::string c;
       while (std::getline(ctrls, c, ','))
-        if (c == "memory") v1 = line.substr(b + 1);
+        if (c == "memory") v1 = line.substr(b + 1), has_v1 = true;
     }
   }
-  return v1;
+  v2 = !has_v1 && has_v2;
+  return v2 ? unified : v1;
 }
 
 }  // namespace

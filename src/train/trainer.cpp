@@ -298,9 +298,9 @@ void Trainer::parse_test_nan() {
   const std::string k = kind;
   OLMO_CHECK(n >= 2 && step >= 1 && count >= 1 && rank >= 0 &&
                  (k == "loss" || k == "grad" || k == "loss_inf" || k == "grad_inf" ||
-                  k == "weight"),
+                  k == "zloss" || k == "zloss_inf" || k == "weight"),
              "OLMO_TEST_NAN = '", spec, "': expected KIND:STEP[:COUNT[:RANK]] with KIND loss, "
-             "grad, loss_inf, grad_inf or weight, STEP and COUNT >= 1");
+             "grad, loss_inf, grad_inf, zloss, zloss_inf or weight, STEP and COUNT >= 1");
   test_nan_ = {k, step, count, rank};
   if (rank_ == 0)
     std::fprintf(stderr, "OLMO_TEST_NAN: %s on rank %d at steps %lld..%lld\n", kind, rank, step,
@@ -370,6 +370,7 @@ StepResult Trainer::train_step() {
                             ? std::numeric_limits<float>::infinity()
                             : std::numeric_limits<float>::quiet_NaN();
       if (test_nan_.kind.rfind("loss", 0) == 0) s.ce_sum = double(bad);
+      if (test_nan_.kind.rfind("zloss", 0) == 0) s.z_sum = double(bad);
       if (test_nan_.kind.rfind("grad", 0) == 0) model_->grads()[model_->num_params() / 2 + 17] = bad;
     }
     if (exact) {

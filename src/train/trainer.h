@@ -32,7 +32,8 @@
 //   last checkpoint before the streak as the newest complete one. Test switch (refused unless
 //   allow_fault_injection: true): OLMO_TEST_NAN=KIND:STEP[:COUNT[:RANK]], KIND = loss | grad |
 //   loss_inf | grad_inf (into the first micro-batch's CE sum / one gradient element on RANK,
-//   default 0, for COUNT steps from STEP) or weight (a NaN written into one weight after the
+//   default 0, for COUNT steps from STEP) | zloss | zloss_inf (into its z-loss sum only: the
+//   CE stays finite) or weight (a NaN written into one weight after the
 //   update of STEP: the checkpoint writer must refuse it).
 // Resources: before anything is allocated the per-process memory plan is checked against the
 //   available memory (train/resource_limits.h; trainer.check_memory).
@@ -152,6 +153,8 @@ class Trainer {
   const std::string& run_dir() const { return cfg_.trainer.run_dir; }
   dist::Communicator& comm() { return *comm_; }
   const dist::GradReducer& reducer() const { return *reducer_; }
+  // Bytes of this rank's reduced-gradient shard buffer (0 when one fast process reduces in place).
+  size_t grad_shard_bytes() const { return shard_grad_.size() * sizeof(float); }
   std::vector<Callback*> callbacks();
   // Warnings from startup (e.g. a corrupt newer checkpoint that was skipped).
   const std::vector<std::string>& warnings() const { return warnings_; }

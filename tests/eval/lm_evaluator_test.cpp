@@ -1,8 +1,8 @@
 // Held-out evaluator tests: LmEvaluator (batches cut to their longest document) against the
 // plain reference (each padded instance forwarded at full length, CE summed over its
 // supervised positions, one division at the end); the max_instances cap; path expansion
-// (file, directory, .mix); bad paths named in the error. Greedy generation against a
-// step-by-step argmax over forward_logits of the full context.
+// (file, directory, .mix); bad paths named in the error. (Generation: tests/eval/generate_test.cpp
+// and, against transformers' generate(), tests/eval/generate_parity.py.)
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,7 +13,6 @@
 
 #include "core/error.h"
 #include "data/eval_dataset.h"
-#include "eval/generate.h"
 #include "eval/lm_evaluator.h"
 #include "model/config.h"
 #include "model/olmo3.h"
@@ -96,27 +95,6 @@ TEST(LmEvaluator, EqualsFullLengthPaddedReference) {
     EXPECT_NE(msg.find("nope"), std::string::npos) << msg;
   }
   fs::remove_all(dir);
-}
-
-TEST(Generate, GreedyIsArgmaxOfTheFullContext) {
-  model::Olmo3 m(tiny());
-  m.init_weights(9);
-  std::vector<uint32_t> prompt = {5, 17, 33, 2};
-  auto out = eval::greedy_generate(m, prompt, 6, 32);
-  ASSERT_EQ(out.size(), 6u);
-  std::vector<int32_t> ctx(prompt.begin(), prompt.end());
-  for (size_t k = 0; k < out.size(); ++k) {
-    std::vector<float> logits(ctx.size() * 128);
-    m.forward_logits(ctx.data(), 1, int64_t(ctx.size()), logits.data());
-    const float* last = logits.data() + (ctx.size() - 1) * 128;
-    int best = int(std::max_element(last, last + 128) - last);
-    EXPECT_EQ(int(out[k]), best) << "token " << k;
-    ctx.push_back(best);
-  }
-  // stop_id ends the continuation right after it is emitted.
-  auto stopped = eval::greedy_generate(m, prompt, 6, 32, out[1]);
-  EXPECT_LE(stopped.size(), 2u);
-  EXPECT_EQ(stopped.back(), out[1] == out[0] ? out[0] : out[1]);
 }
 
 }  // namespace

@@ -1,15 +1,22 @@
-// fp32 <-> bf16 conversion: the reference against hand-worked values (ties to even, NaN, inf,
-// overflow, denormals), and every ISA path bit for bit against the reference on random and
-// special inputs of odd lengths (vector tails, the threaded split).
+// fp32 <-> bf16 conversion, against two independent references: hand-worked bit patterns (ties
+// to even, NaN, inf, overflow, denormals) and PyTorch's own conversion (tests/kernels/
+// bf16_torch.py, run with $OLMO_PYTHON: torch.tensor(x).to(torch.bfloat16) on edge cases and
+// 400,000 random values; .to(torch.float32) of all 65,536 bf16 patterns), for the scalar
+// reference and every ISA path; then every ISA path bit for bit against the reference on random
+// and special inputs of odd lengths (vector tails, the threaded split).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <limits>
 #include <random>
 #include <vector>
+
+#include <unistd.h>
 
 #include "isa_util.h"
 #include "kernels/bf16.h"
@@ -43,6 +50,77 @@ TEST(Bf16, ReferenceRoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16_ref(-0.0f), 0x8000);
   EXPECT_EQ(bf16_to_f32_ref(0x3f80), 1.0f);
   EXPECT_EQ(bf16_to_f32_ref(0xc0490000 >> 16), from_bits(0xc0490000));
+}
+
+namespace {
+template <class T>
+std::vector<T> read_raw(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<T> v(std::filesystem::exists(path) ? std::filesystem::file_size(path) / sizeof(T) : 0);
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(T)));
+  return v;
+}
+}  // namespace
+
+// PyTorch's conversion as the reference. NaN: torch's vectorised tensor conversion writes 0xffff,
+// c10::BFloat16's scalar round_to_nearest_even 0x7fc0 (our contract, bf16.h): for a NaN input
+// both must be NaNs and ours must be 0x7fc0; every other input must give torch's bits exactly.
+TEST(Bf16, MatchesTorchOnEdgeCasesAndRandomValues) {
+  const char* py = std::getenv("OLMO_PYTHON");
+  if (!py || !std::filesystem::exists(py)) GTEST_SKIP() << "OLMO_PYTHON not set (run via ctest)";
+  const char* src = std::getenv("OLMO_SOURCE_DIR");
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("olmo_bf16_torch_" + std::to_string(getpid())))
+          .string();
+  const std::string cmd = std::string(py) + " " + (src ? src : OLMO_SOURCE_DIR) +
+                          "/tests/kernels/bf16_torch.py " + dir + " > " + dir + ".log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto x = read_raw<float>(dir + "/x.f32");
+  const auto want = read_raw<uint16_t>(dir + "/y.u16");
+  const auto all = read_raw<float>(dir + "/all.f32");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".log");
+  ASSERT_EQ(x.size(), 400041u);
+  ASSERT_EQ(want.size(), x.size());
+  ASSERT_EQ(all.size(), 65536u);
+  auto is_nan16 = [](uint16_t h) { return (h & 0x7fff) > 0x7f80; };
+  int64_t nans = 0;
+  for (size_t i = 0; i < x.size(); ++i) nans += std::isnan(x[i]);
+  ASSERT_GT(nans, 100);  // the random patterns include NaNs
+  auto compare = [&](const std::vector<bf16_t>& got, const std::string& what) {
+    int64_t bad = 0;
+    for (size_t i = 0; i < x.size() && bad < 5; ++i) {
+      const bool ok = std::isnan(x[i]) ? (got[i] == 0x7fc0 && is_nan16(want[i]))
+                                       : got[i] == want[i];
+      if (!ok) {
+        uint32_t u;
+        std::memcpy(&u, &x[i], 4);
+        ADD_FAILURE() << what << ": input 0x" << std::hex << u << " ours 0x" << got[i]
+                      << " torch 0x" << want[i];
+        ++bad;
+      }
+    }
+  };
+  std::vector<bf16_t> ref(x.size());
+  for (size_t i = 0; i < x.size(); ++i) ref[i] = f32_to_bf16_ref(x[i]);
+  compare(ref, "f32_to_bf16_ref");
+  olmo::testing::IsaGuard guard;
+  std::vector<bf16_t> every(65536);
+  for (size_t h = 0; h < every.size(); ++h) every[h] = bf16_t(h);
+  for (olmo::Isa isa : olmo::testing::isas()) {
+    olmo::set_isa_override(isa);
+    std::vector<bf16_t> got(x.size());
+    f32_to_bf16(x.data(), got.data(), int64_t(x.size()));
+    compare(got, std::string("f32_to_bf16 ") + olmo::isa_name(isa));
+    std::vector<float> back(every.size());
+    bf16_to_f32(every.data(), back.data(), int64_t(every.size()));
+    EXPECT_EQ(std::memcmp(back.data(), all.data(), all.size() * 4), 0)
+        << "bf16_to_f32 " << olmo::isa_name(isa) << " differs from torch's bf16 -> fp32";
+  }
+  for (size_t h = 0; h < every.size(); ++h) {
+    const float r = bf16_to_f32_ref(bf16_t(h));
+    ASSERT_EQ(std::memcmp(&r, &all[h], 4), 0) << "bf16_to_f32_ref 0x" << std::hex << h;
+  }
 }
 
 TEST(Bf16, ReferenceErrorWithinHalfUlp) {

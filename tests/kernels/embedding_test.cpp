@@ -1,5 +1,6 @@
-// Embedding: forward gather and backward scatter-add vs the reference (repeated ids), gradient
-// check, determinism across thread counts, out-of-range ids -> olmo::Error.
+// Embedding: forward gather and backward scatter-add vs the reference (repeated ids) under every
+// ISA this CPU runs (scalar, AVX2, AVX-512), gradient check, determinism across thread counts,
+// out-of-range ids -> olmo::Error.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -7,26 +8,34 @@
 
 #include "core/error.h"
 #include "kernels/embedding.h"
+#include "isa_util.h"
 #include "kernels/gradcheck.h"
 
 using namespace olmo::kernels;
 using olmo::testing::randn;
 using olmo::testing::to;
 
-TEST(Embedding, ForwardBackwardMatchReference) {
-  const int64_t V = 37, D = 19, N = 300;
-  auto W = to<float>(randn(V * D, 1));
-  std::vector<int32_t> ids(N);
-  for (int64_t n = 0; n < N; ++n) ids[n] = int32_t((n * 7 + n / 3) % V);
-  std::vector<float> out(N * D), ref(N * D);
-  embedding_forward(W.data(), ids.data(), N, D, out.data(), V);
-  embedding_forward_ref(W.data(), ids.data(), N, D, ref.data());
-  EXPECT_EQ(out, ref);
-  auto dout = to<float>(randn(N * D, 2));
-  std::vector<float> dW(V * D, 1.0f), dW_ref(V * D, 1.0f);
-  embedding_backward(dout.data(), ids.data(), N, D, dW.data(), V);
-  embedding_backward_ref(dout.data(), ids.data(), N, D, dW_ref.data());
-  EXPECT_EQ(dW, dW_ref);  // same summation order (token order) -> same bits
+TEST(Embedding, ForwardBackwardMatchReferenceEveryIsa) {
+  olmo::testing::IsaGuard guard;
+  for (olmo::Isa isa : olmo::testing::isas()) {
+    olmo::set_isa_override(isa);
+    SCOPED_TRACE(olmo::isa_name(isa));
+    for (int64_t D : {int64_t(19), int64_t(64), int64_t(133)}) {  // vector tails and whole vectors
+      const int64_t V = 37, N = 300;
+      auto W = to<float>(randn(V * D, 1));
+      std::vector<int32_t> ids(N);
+      for (int64_t n = 0; n < N; ++n) ids[n] = int32_t((n * 7 + n / 3) % V);
+      std::vector<float> out(N * D), ref(N * D);
+      embedding_forward(W.data(), ids.data(), N, D, out.data(), V);
+      embedding_forward_ref(W.data(), ids.data(), N, D, ref.data());
+      EXPECT_EQ(out, ref) << "D=" << D;
+      auto dout = to<float>(randn(N * D, 2));
+      std::vector<float> dW(V * D, 1.0f), dW_ref(V * D, 1.0f);
+      embedding_backward(dout.data(), ids.data(), N, D, dW.data(), V);
+      embedding_backward_ref(dout.data(), ids.data(), N, D, dW_ref.data());
+      EXPECT_EQ(dW, dW_ref) << "D=" << D;  // same summation order (token order) -> same bits
+    }
+  }
 }
 
 TEST(Embedding, GradientCheckInDouble) {

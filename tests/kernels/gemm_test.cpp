@@ -1,8 +1,13 @@
 // gemm (oneDNN) against gemm_ref for every transpose combination, odd sizes, alpha/beta and
-// leading dimensions.
+// leading dimensions. oneDNN picks its own ISA (OLMO_ISA does not reach it): ctest runs the
+// Gemm.* cases again with ONEDNN_MAX_CPU_ISA=AVX2 and =SSE41 (tests/kernels/gemm_isa.cmake), and
+// Gemm.OneDnnRunsAtTheCappedIsa checks that the cap took effect.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <dnnl.hpp>
 #include <random>
 #include <vector>
 
@@ -36,6 +41,19 @@ TEST(Gemm, MatchesReferenceAllTransposes) {
         gemm_ref(ta, tb, M, N, K, 0.5f, A.data(), B.data(), 2.0f, C2.data(), lda, ldb, ldc);
         EXPECT_LT(rel_l2(C, C2), 1e-6) << "ta=" << ta << " tb=" << tb << " M=" << M;
       }
+}
+
+// With ONEDNN_MAX_CPU_ISA=AVX2 / SSE41 in the environment, oneDNN's effective ISA is that one (so
+// the MatchesReference cases above ran on its AVX2 / SSE4.1 kernels); without it, prints it.
+TEST(Gemm, OneDnnRunsAtTheCappedIsa) {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  std::printf("oneDNN effective ISA: %d (ONEDNN_MAX_CPU_ISA=%s)\n", int(isa), cap ? cap : "unset");
+  if (!cap) return;
+  const std::string c = cap;
+  if (c == "AVX2") EXPECT_EQ(isa, dnnl::cpu_isa::avx2);
+  else if (c == "SSE41") EXPECT_EQ(isa, dnnl::cpu_isa::sse41);
+  else ADD_FAILURE() << "unexpected ONEDNN_MAX_CPU_ISA=" << c;
 }
 
 TEST(Gemm, BetaZeroIgnoresGarbage) {

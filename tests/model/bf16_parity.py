@@ -7,7 +7,10 @@ fp32 master weights), the loss in fp32 from logits.float() (CE + 1e-5 z-loss, to
 over the step), backward accumulating fp32 .grad, clip_grad_norm_(1.0), OLMo-core's
 SkipStepAdamW and CosWithWarmup -- the recipe of tests/train/hf_parity_test.py, which runs the
 same steps in fp32 at 1e-4. Ours: `build/olmo train configs/tiny.yaml` from that HF directory
-(trainer.init_from_hf), its batches read back from trainer.log_batch_indices.
+(trainer.init_from_hf). The reference's batches come from OLMo-core's own data loader on the
+same token file (tests/train/olmo_core_order.py, checked there against numpy's PCG64 order), not
+from our run; that our trainer's logged instance indices (trainer.log_batch_indices) equal them
+is asserted separately.
 
 Tolerance, from bf16 rounding (u = 2^-8, the bf16 unit roundoff; RNE error <= u/2):
   * Steps 1-5 (warm-up, LR <= 3e-3 * 5/5; the weights of both sides are still within a few
@@ -47,6 +50,7 @@ import torch
 
 src = os.environ.get("OLMO_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(src, "tests", "train"))
+import olmo_core_order  # noqa: E402
 import tiny_data as td  # noqa: E402
 
 from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
@@ -55,6 +59,7 @@ from transformers import Olmo3Config, Olmo3ForCausalLM  # noqa: E402
 torch.set_num_threads(1)
 T, MICRO, STEPS, LR, Z = 64, 2, 50, 3e-3, 1e-5
 U = 2.0 ** -8
+GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # configs/tiny.yaml
 fails = []
 
 
@@ -150,6 +155,10 @@ def main():
         check(sorted(bf) == steps and sorted(fp) == steps, f"{STEPS} steps logged by both runs")
         check(all(bf[s]["instances"] == fp[s]["instances"] for s in steps),
               "both precisions saw the same batches")
+        ref_batches = olmo_core_order.batches(olmo_core_order.token_files(tmp), T, GLOBAL_INSTANCES,
+                                              SEED, VOCAB, EOS, PAD, STEPS)
+        check(all(bf[s]["instances"] == ref_batches[s - 1] for s in steps),
+              "our trainer's batches (logged instance indices) == OLMo-core's loader's")
 
         data = np.fromfile(os.path.join(tmp, "train", "part-0.npy"), dtype=np.uint32)
         inst = data[: (len(data) // T) * T].reshape(-1, T).astype(np.int64)
@@ -161,7 +170,7 @@ def main():
         t0 = time.time()
         ref = {}
         for s in steps:
-            ids = torch.tensor(inst[bf[s]["instances"]])
+            ids = torch.tensor(inst[ref_batches[s - 1]])
             total = ids.shape[0] * (T - 1)
             opt.zero_grad(set_to_none=True)
             ref[s] = step_loss(model, ids, total)

@@ -2,8 +2,11 @@
 PyTorch run of the same recipe, from the same weights and batches.
 
 PyTorch side: transformers' Olmo3ForCausalLM (eager attention, fp32) built at random and saved
-with save_pretrained; our trainer starts from that directory (trainer.init_from_hf) and logs
-each step's dataset instance indices (trainer.log_batch_indices). The reference step is
+with save_pretrained; our trainer starts from that directory (trainer.init_from_hf). The
+reference's batches come from OLMo-core's own data loader on the same token file (seed 7,
+8 x 64-token instances per step, as configs/tiny.yaml; olmo_core_order.py, which also checks
+them against numpy's PCG64 order), never from our run; that they equal the instance indices our
+trainer logged (trainer.log_batch_indices) is asserted separately. The reference step is
 OLMo-core's recipe written out with OLMo-core's own classes where they exist:
   loss = sum over the 4 micro-batches of (CE_sum + 1e-5 * sum lse^2) / (step's target tokens),
   gradients accumulated, torch.nn.utils.clip_grad_norm_(1.0), olmo_core.optim.SkipStepAdamW
@@ -25,6 +28,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import olmo_core_order  # noqa: E402
 import tiny_data as td  # noqa: E402
 
 from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
@@ -32,6 +36,7 @@ from transformers import Olmo3Config, Olmo3ForCausalLM  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 T, MICRO, STEPS, LR, Z = 64, 2, 20, 3e-3, 1e-5
+GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # configs/tiny.yaml
 fails = []
 
 
@@ -101,6 +106,10 @@ def main():
         ours = {r["step"]: r for r in td.read_metrics(run)}
         evals = {r["step"]: r for r in td.read_metrics(run, "eval")}
         check(sorted(ours) == list(range(1, STEPS + 1)), f"{len(ours)} steps logged")
+        ref_batches = olmo_core_order.batches(olmo_core_order.token_files(tmp), T, GLOBAL_INSTANCES,
+                                              SEED, VOCAB, EOS, PAD, STEPS)
+        check(all(ours[s]["instances"] == ref_batches[s - 1] for s in ours),
+              "our trainer's batches (logged instance indices) == OLMo-core's loader's")
 
         data = np.fromfile(os.path.join(tmp, "train", "part-0.npy"), dtype=np.uint32)
         inst = data[: (len(data) // T) * T].reshape(-1, T).astype(np.int64)
@@ -117,7 +126,7 @@ def main():
         worst = 0.0
         for s in range(1, STEPS + 1):
             r = ours[s]
-            ids = torch.tensor(inst[r["instances"]])
+            ids = torch.tensor(inst[ref_batches[s - 1]])
             total = ids.shape[0] * (T - 1)
             opt.zero_grad(set_to_none=True)
             loss = step_loss(model, ids, total)

@@ -1,0 +1,199 @@
+"""README "Distributed training" claims, end to end (`olmo info`, `olmo train --dry-run`,
+`mpirun -np 2 olmo train`):
+
+1. The per-rank memory plan and the bytes each rank sends per step (`olmo info --processes N`,
+   `olmo train --dry-run`) equal hand-worked figures (the arithmetic is in the comments below
+   and in tests/model/flops_test.cpp): fast, exact with a local and with a sharded accumulator,
+   N = 1, 2, 3, 4.
+2. What the ranks of a real 2-process job hold (the start record of metrics.jsonl, measured from
+   the allocations: AdamW state bytes and the reducer's accumulator + staging bytes per rank):
+   the AdamW moments equal the plan's 8P/N, the reduced-gradient shard its 4P/N (ZeRO-2: no
+   rank keeps the whole reduced gradient); the sharded exact accumulator is 16 B/parameter/N
+   (= 16P minus what it saves against the local one, which is 16P(N-1)/N).
+3. A second job (mpirun -np 2) on a run dir held by a running 2-process job is refused with the
+   pid of the holder (rank 0 of the first job, found from the process table: the child of the
+   first mpirun whose OMPI_COMM_WORLD_RANK is 0); once the first job is gone a new one starts.
+The bytes sent are the plan's (ring collectives move (N-1)/N of each vector); they are not
+measured on the wire (README says so).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dist_util as du  # noqa: E402
+import tiny_data as td  # noqa: E402
+
+BIN = os.environ.get("OLMO_BIN", "build/olmo")
+fails = []
+
+# Hand-worked case (tests/model/flops_test.cpp): D 64, 2 layers, 4 heads of 16, 2 kv heads,
+# ffn 128, vocab 300: P = 112,640; seq 32 x micro-batch 3.
+HAND = {
+    # N=4 fast: moments 8 x ceil(P/4) = 8 x 28,160; grad shard 4 x 28,160; sent (4P + 4P) x 3/4
+    ("4", "fast", "local", "1"): dict(weights_bytes=450560, grads_bytes=450560,
+                                       adam_moments_bytes=225280, grad_shard_bytes=112640,
+                                       reduce_accumulator_bytes=0, comm_bytes_per_step=675840,
+                                       activations_bytes=952704,
+                                       total_bytes=450560 * 2 + 225280 + 112640 + 952704),
+    # N=4 exact, local accumulator 16P = 1,802,240; sent (16P + 4P) x 3/4 = 1,689,600
+    ("4", "exact", "local", "2"): dict(reduce_accumulator_bytes=1802240,
+                                        comm_bytes_per_step=1689600),
+    # N=4 exact, sharded accumulator 16 x 28,160 = 450,560; 2 micro-batches per rank:
+    # sent (2 x 16P + 4P) x 3/4 = 3,041,280
+    ("4", "exact", "sharded", "2"): dict(reduce_accumulator_bytes=450560,
+                                          comm_bytes_per_step=3041280),
+    # N=3 fast: shard ceil(P/3) = 37,547: moments 300,376, grad shard 150,188;
+    # sent floor(8P x 2/3) = 600,746
+    ("3", "fast", "local", "1"): dict(adam_moments_bytes=300376, grad_shard_bytes=150188,
+                                       comm_bytes_per_step=600746),
+    # N=1 fast: moments 8P = 901,120, no shard, nothing sent, total 2,754,944
+    ("1", "fast", "local", "1"): dict(adam_moments_bytes=901120, grad_shard_bytes=0,
+                                       comm_bytes_per_step=0, total_bytes=2754944),
+}
+
+# configs/tiny.yaml: D 64, 4 layers (per layer 37,088 as above), vocab 512:
+# P = 2 x 512 x 64 + 4 x 37,088 + 64 = 213,952. 8 instances of 64 tokens per step, micro-batches
+# of 2 instances (128 tokens): 4 micro-batches, 2 per rank on N = 2.
+# Activations per token: 4 layers x 808 + 129 = 3,361 floats = 13,444 B; scratch 2,944 B;
+# x 128 tokens = 2,097,664 B. N = 2, exact, sharded: shard 106,976; weights = grads = 4P =
+# 855,808; moments 8 x 106,976 = 855,808; grad shard 427,904; accumulator 16 x 106,976 =
+# 1,711,616; total 3 x 855,808 + 427,904 + 1,711,616 + 2,097,664 = 6,804,608;
+# sent (2 x 16P + 4P) x 1/2 = 18P = 3,851,136.
+P_TINY = 213952
+DRY = dict(weights=855808, grads=855808, moments=855808, grad_shard=427904,
+           accumulator=1711616, activations=2097664, total=6804608, sent_per_step=3851136)
+
+
+def check(cond, msg):
+    print(("ok   " if cond else "FAIL ") + msg, flush=True)
+    if not cond:
+        fails.append(msg)
+    return cond
+
+
+def olmo(*args):
+    p = subprocess.run([BIN, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise AssertionError(f"olmo {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def plan_cli(tmp):
+    from transformers import Olmo3Config
+    cfg = Olmo3Config(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, sliding_window=16,
+                      max_position_embeddings=32, layer_types=["sliding_attention", "full_attention"],
+                      tie_word_embeddings=False, pad_token_id=None, eos_token_id=None,
+                      bos_token_id=None)
+    hand = os.path.join(tmp, "hand")
+    cfg.save_pretrained(hand)
+    for (n, reduce, acc, k), want in HAND.items():
+        j = json.loads(olmo("info", "--config", os.path.join(hand, "config.json"), "--seq", "32",
+                            "--batch", "3", "--processes", n, "--reduce", reduce,
+                            "--exact-accumulator", acc, "--micro-batches", k, "--json"))
+        got = {key: j["memory"][key] for key in want}
+        check(j["params_total"] == 112640 and got == want,
+              f"olmo info --processes {n} --reduce {reduce} ({acc}, {k} micro-batches): {got}")
+    out = olmo("train", td.tiny_config(), "data.processes=2", "dist.reduce=exact",
+               "dist.exact_accumulator=sharded", "--dry-run")
+    line = next((l for l in out.splitlines() if l.startswith("plan bytes:")), "")
+    got = {}
+    for part in line[len("plan bytes:"):].split(","):
+        if part.strip():
+            key, val = part.split()
+            got[key] = int(val)
+    check(got == DRY, f"olmo train --dry-run data.processes=2 exact sharded: {got}")
+
+
+def held_by_ranks(tmp, d):
+    runs = {}
+    for name, extra in (("fast", ["dist.reduce=fast"]),
+                        ("local", ["dist.reduce=exact", "dist.exact_accumulator=local"]),
+                        ("sharded", ["dist.reduce=exact", "dist.exact_accumulator=sharded"])):
+        rd = os.path.join(tmp, "held_" + name)
+        du.train(2, [f"data.mix={d['mix']}", f"trainer.run_dir={rd}", "trainer.max_steps=1",
+                     "trainer.threads=1", *extra])
+        runs[name] = du.start_record(rd)
+    for name, r in runs.items():
+        check(r["world"] == 2 and r["optimizer_state_bytes_per_rank"] == [DRY["moments"]] * 2,
+              f"{name}: AdamW state per rank {r['optimizer_state_bytes_per_rank']} == plan "
+              f"8P/2 = {DRY['moments']}")
+        check(r["grad_shard_bytes_per_rank"] == [DRY["grad_shard"]] * 2,
+              f"{name}: reduced-gradient shard per rank {r['grad_shard_bytes_per_rank']} == plan "
+              f"4P/2 = {DRY['grad_shard']} (ZeRO-2)")
+    loc, sh = runs["local"]["reducer_bytes_per_rank"], runs["sharded"]["reducer_bytes_per_rank"]
+    acc = [16 * P_TINY - (a - b) for a, b in zip(loc, sh)]  # the sharded accumulator per rank
+    check(all(16 * P_TINY // 2 <= x <= 16 * P_TINY // 2 * 1.01 for x in acc),
+          f"sharded exact accumulator per rank {acc} B = 16 B x P/2 ({16 * P_TINY // 2})")
+
+
+def rank0_child(mpirun_pid):
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != mpirun_pid:
+                continue
+            env = open(f"/proc/{p}/environ", "rb").read().split(b"\0")
+            if b"OMPI_COMM_WORLD_RANK=0" in env:
+                return int(p)
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+def lock_job_level(tmp, d):
+    rd = os.path.join(tmp, "locked")
+    cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", BIN, "train",
+           td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={rd}",
+           "trainer.max_steps=1000000", "trainer.threads=1", "validation.interval=0"]
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not os.path.exists(os.path.join(rd, "metrics.jsonl")):
+            time.sleep(0.2)
+        holder = rank0_child(first.pid)
+        if not check(holder is not None and first.poll() is None,
+                     f"first job running, its rank 0 is pid {holder}"):
+            return
+        second = du.train(2, [f"data.mix={d['mix']}", f"trainer.run_dir={rd}",
+                              "trainer.max_steps=2", "trainer.threads=1"], check=False, timeout=120)
+        check(second.returncode != 0 and f"locked by pid {holder}" in second.stderr,
+              f"second 2-process job refused naming the holder pid {holder}: rc "
+              f"{second.returncode}: {second.stderr.strip()[-200:]}")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        try:
+            first.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            first.kill()
+            first.wait()
+    third = du.train(2, [f"data.mix={d['mix']}", f"trainer.run_dir={rd}", "trainer.max_steps=1",
+                         "trainer.threads=1"], check=False, timeout=120)
+    check(third.returncode == 0, f"after the first job ended a new job starts: rc "
+          f"{third.returncode} {third.stderr.strip()[-200:]}")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="olmo_dist_claims_") as tmp:
+        d = td.make_data(tmp)
+        plan_cli(tmp)
+        held_by_ranks(tmp, d)
+        lock_job_level(tmp, d)
+    if fails:
+        print(f"{len(fails)} failures")
+        sys.exit(1)
+    print("dist claims_test: OK")
+
+
+if __name__ == "__main__":
+    main()
