@@ -17,12 +17,12 @@ namespace {
 
 constexpr float kLog2E = 1.44269504089f;  // olmo_eval's LOG_2_OF_E, as a float32 operand
 
-// log-sum-exp of logits[V] (double accumulation).
+// log-sum-exp of logits[V]: fp32 exp of x - max (< 1 ulp each), double accumulation.
 double log_sum_exp(const float* x, int64_t V) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < V; ++i) mx = std::max(mx, x[i]);
   double s = 0;
-  for (int64_t i = 0; i < V; ++i) s += std::exp(double(x[i]) - double(mx));
+  for (int64_t i = 0; i < V; ++i) s += double(std::exp(x[i] - mx));
   return double(mx) + std::log(s);
 }
 

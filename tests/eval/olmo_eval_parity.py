@@ -183,9 +183,12 @@ def main():
             check(f"{label} metric count", len(extra) == len(ref), f"{len(extra)} vs {len(ref)}")
         t_ref = time.time() - t2
     print(table.rstrip())
+    tokens = int(table.split("total: ")[1].split(" tasks, ")[1].split(" query tokens")[0])
     print(f"olmo_eval parity: {len(labels)} tasks, {n_docs} documents, {n_metrics} metrics, "
-          f"{n_ll} log-likelihoods; worst rel. diff {worst:.2e} (limit {REL:g}); "
-          f"ours {t_ours:.1f}s, reference {t_ref:.1f}s, total {time.time() - t0:.1f}s")
+          f"{n_ll} log-likelihoods; worst rel. diff {worst:.2e} (limit {REL:g})")
+    print(f"wall: ours {t_ours:.1f}s ({tokens / t_ours:.0f} query tokens/s), reference "
+          f"{t_ref:.1f}s ({tokens / t_ref:.0f} query tokens/s), x{t_ref / t_ours:.1f}; "
+          f"{tokens} query tokens; test total {time.time() - t0:.1f}s")
     if failures:
         print(f"FAILED: {len(failures)} checks")
         sys.exit(1)
