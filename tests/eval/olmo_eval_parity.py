@@ -62,7 +62,10 @@ def rel(a, b):
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    # Passive OpenMP waiting: on a shared, oversubscribed machine spinning threads cost 10x.
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p.stdout
