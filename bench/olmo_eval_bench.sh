@@ -34,6 +34,11 @@ START=$(date -u +%FT%TZ)
   echo '```'
   cat "$LOG"
   echo '```'
+  echo
+  echo "Where the time goes: the reference runs every row (one per choice for rc tasks) as a full"
+  echo "padded sequence and computes the logits of every position; ours runs each document's"
+  echo "context once (KV-cache prefill), continues every choice from a copy of that cache, and runs"
+  echo "bpb rows as one forward with the LM head on the continuation positions only."
 } > "$OUT"
 rm -f "$LOG"
 echo "wrote $OUT"
