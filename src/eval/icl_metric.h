@@ -25,8 +25,9 @@
 // choices) runs once through the KV-cache decoder (model/kv_cache.h); the choices then continue
 // from copies of its cache, one token per step, all choices of the document in one batch. A
 // document with a single continuation (bpb tasks) runs as one forward with the LM head on the
-// continuation positions only (Olmo3::forward_loss). Memory: a KV cache of (choices + 1) x
-// max_len positions.
+// continuation positions only (Olmo3::forward_loss). Memory: a KV cache of (most choices of a
+// document + 1) sequences x the task's longest query (<= max_len) positions, per task. The
+// decoder runs the weights in fp32 whatever the model's precision.
 #pragma once
 #include <cstdint>
 #include <map>
