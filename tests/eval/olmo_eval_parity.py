@@ -14,7 +14,8 @@ weights, offline, CPU, fp32.
    (Olmo3ForCausalLM, fp32) and ICLMetric(metric_type=ds.metric_type).update(batch, logits);
    .compute() gives the task metrics. Per-document predictions are recomputed from the metric's
    own per-continuation log-likelihood state (first argmax, as compute() does).
-Checks per task: the same documents; every prediction equal; accuracies equal; every other
+The reference tokenizer is first checked against tiktoken's cl100k_base on every scored
+context and continuation string. Checks per task: the same documents; every prediction equal; accuracies equal; every other
 metric within 1e-5 relative (soft loss: or 1e-9 absolute, see SOFT_ABS); every per-continuation
 log-likelihood within 1e-5 relative.
 Env: OLMO_BIN, OLMO_SOURCE_DIR; OLMO_EVAL_PARITY_TASKS (default "fast"), OLMO_EVAL_PARITY_DOCS
@@ -103,6 +104,36 @@ def _oe_subset(path, name=None, split=None):
 oe_tasks.load_hf_dataset, oe_tasks.load_oe_eval_requests = _hf_subset, _oe_subset
 
 
+def tiktoken_check(labels, docs, tok):
+    """The reference tokenizer (HFTokenizer over the tokenizer.json `olmo export` wrote) encodes
+    every scored context and continuation as OpenAI's tiktoken cl100k_base does (an independent
+    implementation; special-token strings as plain text, as olmo.cpp encodes them)."""
+    import hashlib
+    import tiktoken
+    cached = os.path.join(os.environ.get("TIKTOKEN_CACHE_DIR", ""),
+                          "9b5ad71b2ce5302211f9c61530b329a4922fc6a4")
+    if not os.path.exists(cached):
+        print(f"  (tiktoken cross-check skipped: {cached} missing)")
+        return 0
+    with open(cached, "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == (
+            "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7")
+    enc = tiktoken.get_encoding("cl100k_base")
+    n = 0
+    for label in labels:
+        with open(os.path.join(DATA, f"{label}.jsonl"), encoding="utf-8") as f:
+            for line in f:
+                r = json.loads(line)
+                if r["doc_id"] not in docs[label]:
+                    continue
+                for text in (r["context"], r["continuation"]):
+                    n += 1
+                    a, b = enc.encode_ordinary(text), tok.encode(text, add_special_tokens=False)
+                    check(f"{label} doc {r['doc_id']} tokens", a == b,
+                          f"tiktoken and the reference tokenizer differ on {text[:60]!r}")
+    return n
+
+
 def reference(label, model, tok):
     _state["first_subject"] = None
     ds = build_task(label, tok, model_ctx_len=CTX)
@@ -147,6 +178,7 @@ def main():
         model = Olmo3ForCausalLM.from_pretrained(hf, torch_dtype=torch.float32).eval()
         tok = HFTokenizer(os.path.join(hf, "tokenizer.json"), pad_token_id=100277,
                           eos_token_id=100257)
+        n_tok = tiktoken_check(labels, docs, tok)
         t2 = time.time()
         n_metrics = n_docs = n_ll = 0
         worst = 0.0
@@ -195,7 +227,8 @@ def main():
     print(table.rstrip())
     tokens = int(table.split("total: ")[1].split(" tasks, ")[1].split(" query tokens")[0])
     print(f"olmo_eval parity: {len(labels)} tasks, {n_docs} documents, {n_metrics} metrics, "
-          f"{n_ll} log-likelihoods; worst rel. diff {worst:.2e} (limit {REL:g})")
+          f"{n_ll} log-likelihoods; worst rel. diff {worst:.2e} (limit {REL:g}); {n_tok} "
+          f"strings tokenized as tiktoken does")
     print(f"wall: ours {t_ours:.1f}s ({tokens / t_ours:.0f} query tokens/s), reference "
           f"{t_ref:.1f}s ({tokens / t_ref:.0f} query tokens/s), x{t_ref / t_ours:.1f}; "
           f"{tokens} query tokens; test total {time.time() - t0:.1f}s")
