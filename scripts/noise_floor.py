@@ -1,0 +1,80 @@
+"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run
+again from the reference's own start (DIR/init_hf, or the same checkpoint for a stage) with every
+initial weight nudged up by one ulp, in DIR/noise_twin; DIR/noise_floor.json then holds, per
+step, |twin - reference| of each close quantity (src/train/reference_run.h):
+  train       loss, z_loss, grad_norm
+  validation  heldout.<set>, gap.<set>, model_entropy, marginal_entropy_bits
+and a summary (largest difference per quantity). Exact quantities (instances, lr, skipped) must
+agree between the two; a disagreement is an error (the twin would not be the same run).
+Cost: a second OLMo-core run of the same length.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from olmo_core_common import RefError
+
+
+def _records(run_dir):
+    train, val = {}, {}
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("kind") == "train":
+                train[r["step"]] = r
+    p = os.path.join(run_dir, "validation.jsonl")
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                r = json.loads(line)
+                val[r["step"]] = r
+    return train, val
+
+
+def _diff(a, b):
+    if a is None or b is None:
+        return None
+    return abs(float(a) - float(b))
+
+
+def measure(args, run_dir):
+    twin = os.path.join(run_dir, "noise_twin")
+    cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides,
+           "--run-dir", twin, "--nudge-ulp"]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    # The reference's own start (ignored by a stage run, which loads the same checkpoint).
+    cmd += ["--init-hf", os.path.join(run_dir, "init_hf")]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RefError(f"noise twin failed:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
+    ta, va = _records(run_dir)
+    tb, vb = _records(twin)
+    out = {"method": "OLMo-core vs itself, every initial weight nudged up by 1 ulp "
+                     "(torch.nextafter), same data, threads and code",
+           "twin": "noise_twin", "train": {}, "validation": {}}
+    for s, a in sorted(ta.items()):
+        b = tb.get(s)
+        if b is None:
+            raise RefError(f"noise twin has no step {s}")
+        for q in ("instances", "lr", "skipped"):
+            if a.get(q) != b.get(q):
+                raise RefError(f"noise twin differs in exact quantity {q} at step {s}: "
+                               f"{a.get(q)} vs {b.get(q)}")
+        for q in ("loss", "z_loss", "grad_norm"):
+            out["train"].setdefault(q, {})[str(s)] = _diff(a.get(q), b.get(q))
+    for s, a in sorted(va.items()):
+        b = vb.get(s, {})
+        for part in ("heldout", "gap"):
+            for k, x in (a.get(part) or {}).items():
+                out["validation"].setdefault(f"{part}.{k}", {})[str(s)] = \
+                    _diff(x, (b.get(part) or {}).get(k))
+        for q in ("model_entropy", "marginal_entropy_bits"):
+            out["validation"].setdefault(q, {})[str(s)] = _diff(a.get(q), b.get(q))
+    out["largest"] = {f"{part}.{q}": max((v for v in d.values() if v is not None), default=None)
+                      for part in ("train", "validation") for q, d in out[part].items()}
+    with open(os.path.join(run_dir, "noise_floor.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    print("noise floor (largest |twin - reference|):",
+          ", ".join(f"{k} {v:.3g}" for k, v in out["largest"].items() if v is not None))
