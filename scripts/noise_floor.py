@@ -1,6 +1,8 @@
 """The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run
-again from the reference's own start (DIR/init_hf, or the same checkpoint for a stage) with every
-initial weight nudged up by one ulp, in DIR/noise_twin; DIR/noise_floor.json then holds, per
+again from the reference's own start (DIR/init_hf) with every initial weight nudged up by one
+ulp, in DIR/noise_twin; a stage (trainer.load_path = a reference run's checkpoint) continues that
+reference's own twin instead (so the floor is the chain's), or nudges the same checkpoint when
+the previous stage has no twin; DIR/noise_floor.json then holds, per
 step, |twin - reference| of each close quantity (src/train/reference_run.h):
   train       loss, z_loss, grad_norm
   validation  heldout.<set>, gap.<set>, model_entropy, marginal_entropy_bits
@@ -38,10 +40,21 @@ def _diff(a, b):
     return abs(float(a) - float(b))
 
 
-def measure(args, run_dir):
+def measure(args, run_dir, load_path=None):
+    """load_path: the checkpoint this run started from (a stage), else None."""
     twin = os.path.join(run_dir, "noise_twin")
-    cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides,
-           "--run-dir", twin, "--nudge-ulp"]
+    cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides]
+    if load_path:
+        # A stage: the twin continues the previous stage's twin (the floor of the whole chain);
+        # without one it starts from the same checkpoint nudged by one ulp.
+        prev_twin = os.path.join(os.path.dirname(load_path.rstrip("/")), "noise_twin")
+        if os.path.isdir(prev_twin):
+            cmd.append(f"trainer.load_path={prev_twin}")
+        else:
+            cmd.append("--nudge-ulp")
+    else:
+        cmd.append("--nudge-ulp")
+    cmd += ["--run-dir", twin]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     # The reference's own start (ignored by a stage run, which loads the same checkpoint).
@@ -51,8 +64,10 @@ def measure(args, run_dir):
         raise RefError(f"noise twin failed:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
     ta, va = _records(run_dir)
     tb, vb = _records(twin)
+    chained = any(c.startswith("trainer.load_path=") and c.endswith("noise_twin") for c in cmd)
     out = {"method": "OLMo-core vs itself, every initial weight nudged up by 1 ulp "
-                     "(torch.nextafter), same data, threads and code",
+                     "(torch.nextafter), same data, threads and code"
+                     + (" (this stage continues the previous stage's twin)" if chained else ""),
            "twin": "noise_twin", "train": {}, "validation": {}}
     for s, a in sorted(ta.items()):
         b = tb.get(s)

@@ -162,7 +162,7 @@ def main():
     recorder.finish()
     print(f"olmo_core_run: {recorder.last_step} steps; reference run in {run_dir}")
     if args.noise_floor:
-        noise_floor.measure(args, run_dir)
+        noise_floor.measure(args, run_dir, load_path)
 
 
 if __name__ == "__main__":
