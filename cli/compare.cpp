@@ -73,8 +73,9 @@ int compare_reference(const std::string& run, const std::string& ref_dir) {
   std::printf("run       = %s\nreference = %s (%s %s)\nnoise floor: %s\n", run.c_str(),
               ref_dir.c_str(), ref.info.value("framework", "?").c_str(),
               ref.info.value("olmo_core_version", "").c_str(), ref.floor_method.c_str());
-  std::printf("bound: %g x the floor's running max + %g x |reference|; %lld train steps\n",
-              kNoiseMultiple, kRelSlack, (long long)c.steps);
+  std::printf("bound: %g x the floor's running max + %g x |reference|; %lld train steps from "
+              "step %lld\n", kNoiseMultiple, kRelSlack, (long long)c.steps,
+              (long long)c.first_step);
   std::printf("%-34s %8s %12s %6s %12s %10s %6s\n", "quantity", "checked", "max |diff|", "step",
               "max floor", "diff/floor", "step");
   for (auto& [q, s] : c.summary) {

@@ -183,7 +183,12 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
     if (!same) fail(s, q, a, b, "exact");
   };
 
+  // A run resumed from a migrated checkpoint starts later: the steps before its first are not
+  // its own and are not compared.
+  const int64_t first = m.train.begin()->first;
+  out.first_step = first;
   for (auto& [s, rr] : ref.train) {
+    if (s < first) continue;
     auto it = m.train.find(s);
     if (it == m.train.end()) {
       fail(s, "step", "(missing)", "present", "exact");
@@ -212,6 +217,7 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
     std::map<int64_t, json> ours_v;
     if (fs::exists(fs::path(run_dir) / "validation.jsonl")) ours_v = read_validation_records(run_dir);
     for (auto& [s, vr] : ref.validation) {
+      if (s < first) continue;
       auto it = ours_v.find(s);
       if (it == ours_v.end()) {
         fail(s, "validation record", "(missing)", "present", "exact");

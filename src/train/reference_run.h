@@ -76,11 +76,13 @@ struct QuantitySummary {
 struct ReferenceComparison {
   std::vector<Deviation> failures;
   std::map<std::string, QuantitySummary> summary;
-  int64_t steps = 0;  // train steps compared
+  int64_t steps = 0;       // train steps compared
+  int64_t first_step = 0;  // the run's first step (later than 1 after a migration)
 };
 
 // Compares the olmo.cpp run in run_dir (its config.yaml, metrics.jsonl, validation.jsonl) with
-// ref. Throws on a config mismatch (model.* / data.*) or a run without instance indices.
+// ref, from the run's first train step on (a run continued from an imported OLMo-core checkpoint
+// is compared with the reference continuing itself). Throws on a config mismatch (model.* / data.*) or a run without instance indices.
 ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref);
 
 }  // namespace olmo::train
