@@ -15,6 +15,9 @@ usage:
   olmo_core_ckpt.py to-safetensors OC_STEP OUT_DIR
       An OLMo-core checkpoint as OUT_DIR/{model.safetensors, optim.safetensors
       (exp_avg/<hf>, exp_avg_sq/<hf>), state.json} for `olmo ckpt import-olmo-core`.
+  olmo_core_ckpt.py from-olmo-cpp OURS_STEP DST CONFIG.yaml
+      An olmo.cpp checkpoint saved as DST/stepN by OLMo-core's own Trainer (built for the
+      resolved config CONFIG.yaml) for `olmo ckpt export-olmo-core`; OLMo-core resumes DST.
 Errors (exit 1) name the checkpoint and the problem: not a checkpoint, another architecture
 (a parameter without an OLMo 3 name), missing moments.
 """
@@ -175,6 +178,50 @@ def to_safetensors(step_dir, out_dir):
         json.dump(state, f, indent=1, default=str)
 
 
+def from_olmo_cpp(src, dst, config_yaml):
+    """An olmo.cpp checkpoint -> dst/stepN, saved by OLMo-core's own Trainer.save_checkpoint()
+    from a train module and Trainer built for config_yaml (olmo_core_run.build): weights, both
+    moments and step counts per parameter, betas / eps / weight decay per group, global step,
+    tokens seen and the data-loader state. OLMo-core's Trainer then resumes dst."""
+    import torch
+    import yaml
+
+    import olmo_core_run
+    from olmo_core_common import check_expressible, hf_to_oc_name
+    cfg = yaml.safe_load(open(config_yaml))
+    check_expressible(cfg)
+    ours = read_olmo_cpp(src)
+    threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
+    trainer, tm = olmo_core_run.build(cfg, os.path.abspath(dst), threads, {})
+    params = dict(tm.model.named_parameters())
+    if set(hf_to_oc_name(k) for k in ours["weights"]) != set(params):
+        raise RefError(f"{src}: its tensors do not match the config's model")
+    opt_cfg = ours["state"]["optim"]
+    wd = {g["name"]: g["weight_decay"] for g in opt_cfg["groups"]}
+    with torch.no_grad():
+        for hf, w in ours["weights"].items():
+            p = params[hf_to_oc_name(hf)]
+            if tuple(p.shape) != tuple(w.shape):
+                raise RefError(f"{src}: {hf} has shape {w.shape}, the model {tuple(p.shape)}")
+            p.copy_(torch.from_numpy(w))
+            tm.optim.state[p] = {"step": torch.tensor(ours["steps"][hf], dtype=torch.float32),
+                                 "exp_avg": torch.from_numpy(ours["exp_avg"][hf].copy()),
+                                 "exp_avg_sq": torch.from_numpy(ours["exp_avg_sq"][hf].copy())}
+    names = {id(p): n for n, p in params.items()}
+    for g in tm.optim.param_groups:
+        emb = any(names[id(p)] == "embeddings.weight" for p in g["params"])
+        g["betas"] = (opt_cfg["beta1"], opt_cfg["beta2"])
+        g["eps"] = opt_cfg["eps"]
+        g["weight_decay"] = wd["embeddings" if emb else "default"]
+    tr, loader = ours["trainer"], dict(ours["state"]["loader"])
+    trainer.load_state_dict({"global_step": tr["global_step"],
+                             "global_train_tokens_seen": tr["tokens_seen"],
+                             "data_loader": loader, "epoch": int(loader.get("epoch", 1)),
+                             "world_size": -1})  # no RNG state to restore (no dropout)
+    path = trainer.save_checkpoint()
+    print(f"export-olmo-core: {src} -> {path} (step {tr['global_step']})")
+
+
 def main():
     import logging
     logging.disable(logging.WARNING)
@@ -182,6 +229,9 @@ def main():
     if len(a) >= 4 and a[0] == "boundary":
         k = float(a[a.index("--multiple") + 1]) if "--multiple" in a else 20.0
         sys.exit(boundary(a[1], a[2], a[3], k))
+    if len(a) == 4 and a[0] == "from-olmo-cpp":
+        from_olmo_cpp(a[1], a[2], a[3])
+        return
     if len(a) == 3 and a[0] == "to-safetensors":
         to_safetensors(a[1], a[2])
         return

@@ -71,6 +71,72 @@ def scheduler(cfg):
     return cls(warmup=w, alpha_f=a, warmup_min_lr=wm)
 
 
+def durations(cfg):
+    """(steps this run executes, schedule t_max) as train::run_steps / schedule_steps."""
+    t, G = cfg["trainer"], int(cfg["data"]["global_batch_tokens"])
+    t_max = int(t["max_steps"]) or math.ceil(float(t["max_tokens"] or 0) / G)
+    hard = int(t["hard_stop_steps"] or 0)
+    return (min(t_max, hard) if hard else t_max), t_max
+
+
+def build(cfg, run_dir, threads, callbacks, init_hf="", load_path=None):
+    """OLMo-core's Trainer (one CPU process, no process group) for a resolved olmo.cpp config:
+    returns (trainer, train_module). Checkpoints go to run_dir/stepN (save_interval and the
+    end); a checkpoint already in run_dir is resumed by trainer.fit(), else load_path (a stage)."""
+    import logging
+
+    import torch
+    torch.set_num_threads(threads)
+    logging.disable(logging.WARNING)
+    from olmo_core.data import (NumpyDataLoaderConfig, NumpyDatasetDType, NumpyFSLDatasetConfig,
+                                TokenizerConfig)
+    from olmo_core.optim import OptimGroupOverride, SkipStepAdamWConfig
+    from olmo_core.train import Duration, TrainerConfig, prepare_training_environment
+    from olmo_core.train.callbacks import CheckpointerCallback
+    from olmo_core.train.train_module import TransformerTrainModuleConfig
+
+    d, m, o, t = cfg["data"], cfg["model"], cfg["optim"], cfg["trainer"]
+    prepare_training_environment(seed=int(t["init_seed"]), backend=None)
+    work = os.path.join(run_dir, "work")
+    T, G = int(d["seq_len"]), int(d["global_batch_tokens"])
+    tok = TokenizerConfig(vocab_size=int(m["vocab_size"]), eos_token_id=int(d["eos_id"]),
+                          pad_token_id=int(d["pad_id"]))
+    ds = NumpyFSLDatasetConfig(paths=mix_paths(d["mix"]), sequence_length=T, tokenizer=tok,
+                               dtype=NumpyDatasetDType.uint32, work_dir=work).build()
+    ds.prepare()
+    loader = NumpyDataLoaderConfig(global_batch_size=G, seed=int(d["seed"]), num_workers=0,
+                                   work_dir=work).build(ds)
+    model = build_model_config(cfg).build(init_device="cpu")
+    model.init_seed = int(t["init_seed"])
+    optim = SkipStepAdamWConfig(
+        lr=float(o["lr"]), betas=tuple(float(b) for b in o["betas"]), eps=float(o["eps"]),
+        weight_decay=float(o["weight_decay"]),
+        rolling_interval_length=int(o["rolling_interval_length"]),
+        sigma_factor=float(o["sigma_factor"]),
+        group_overrides=[OptimGroupOverride(params=["embeddings.weight"],
+                                            opts=dict(weight_decay=float(o["embedding_weight_decay"])))])
+    mgn = float(o["max_grad_norm"])
+    tm = TransformerTrainModuleConfig(
+        rank_microbatch_size=int(d["micro_batch_tokens"]), max_sequence_length=T, optim=optim,
+        scheduler=scheduler(cfg), z_loss_multiplier=float(t["z_loss_multiplier"]) or None,
+        max_grad_norm=mgn if mgn > 0 else None, compile_model=False).build(model, device=torch.device("cpu"))
+    if init_hf and not load_path:
+        load_hf_into(tm.model, init_hf)
+    total, t_max = durations(cfg)
+    max_steps = int(t["max_steps"])
+    duration = Duration.steps(max_steps) if max_steps else Duration.tokens(int(float(t["max_tokens"])))
+    save = int(t["save_interval"] or 0)
+    tc = TrainerConfig(
+        save_folder=run_dir, work_dir=work, max_duration=duration, metrics_collect_interval=1,
+        hard_stop=Duration.steps(total) if total < t_max else None, save_overwrite=True,
+        load_path=load_path, load_trainer_state=bool(t["load_trainer_state"]) if load_path else None,
+        load_optim_state=bool(t["load_optim_state"]) if load_path else None,
+        callbacks={"checkpointer": CheckpointerCallback(save_interval=save if save > 0 else None,
+                                                        pre_train_checkpoint=False, save_async=False),
+                   **callbacks})
+    return tc.build(tm, loader), tm
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("config")
@@ -86,7 +152,7 @@ def main():
     run_dir = os.path.abspath(args.run_dir)
     cfg, text = resolve_config(args.config, [*args.overrides, f"trainer.run_dir={run_dir}"])
     check_expressible(cfg)
-    d, m, o, t = cfg["data"], cfg["model"], cfg["optim"], cfg["trainer"]
+    t = cfg["trainer"]
     if os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
         raise RefError(f"{run_dir} already holds a run (metrics.jsonl): use a new --run-dir")
     os.makedirs(run_dir, exist_ok=True)
@@ -95,62 +161,11 @@ def main():
 
     import torch
     threads = args.threads or int(t.get("threads") or 0) or int(os.environ.get("OMP_NUM_THREADS", "1"))
-    torch.set_num_threads(threads)
-    import logging
-    logging.disable(logging.WARNING)
-    from olmo_core.data import (NumpyDataLoaderConfig, NumpyDatasetDType, NumpyFSLDatasetConfig,
-                                TokenizerConfig)
-    from olmo_core.optim import OptimGroupOverride, SkipStepAdamWConfig
-    from olmo_core.train import Duration, TrainerConfig, prepare_training_environment
-    from olmo_core.train.callbacks import CheckpointerCallback
-    from olmo_core.train.train_module import TransformerTrainModuleConfig
-
-    prepare_training_environment(seed=int(t["init_seed"]), backend=None)
-    work = os.path.join(run_dir, "work")
-    T, G = int(d["seq_len"]), int(d["global_batch_tokens"])
-    tok = TokenizerConfig(vocab_size=int(m["vocab_size"]), eos_token_id=int(d["eos_id"]),
-                          pad_token_id=int(d["pad_id"]))
-    ds = NumpyFSLDatasetConfig(paths=mix_paths(d["mix"]), sequence_length=T, tokenizer=tok,
-                               dtype=NumpyDatasetDType.uint32, work_dir=work).build()
-    ds.prepare()
-    loader = NumpyDataLoaderConfig(global_batch_size=G, seed=int(d["seed"]), num_workers=0,
-                                   work_dir=work).build(ds)
-
-    mcfg = build_model_config(cfg)
-    model = mcfg.build(init_device="cpu")
-    model.init_seed = int(t["init_seed"])
-    optim = SkipStepAdamWConfig(
-        lr=float(o["lr"]), betas=tuple(float(b) for b in o["betas"]), eps=float(o["eps"]),
-        weight_decay=float(o["weight_decay"]),
-        rolling_interval_length=int(o["rolling_interval_length"]),
-        sigma_factor=float(o["sigma_factor"]),
-        group_overrides=[OptimGroupOverride(params=["embeddings.weight"],
-                                            opts=dict(weight_decay=float(o["embedding_weight_decay"])))])
-    mgn = float(o["max_grad_norm"])
-    tm = TransformerTrainModuleConfig(
-        rank_microbatch_size=int(d["micro_batch_tokens"]), max_sequence_length=T, optim=optim,
-        scheduler=scheduler(cfg), z_loss_multiplier=float(t["z_loss_multiplier"]) or None,
-        max_grad_norm=mgn if mgn > 0 else None, compile_model=False).build(model, device=torch.device("cpu"))
+    total, t_max = durations(cfg)
+    recorder = ref_metrics.Recorder(cfg, run_dir, total, nudge_ulp=args.nudge_ulp)
     init_hf = args.init_hf or t.get("init_from_hf") or ""
     load_path = latest_checkpoint(t["load_path"]) if t.get("load_path") else None
-    if init_hf and not load_path:
-        load_hf_into(tm.model, init_hf)
-
-    max_steps, max_tokens = int(t["max_steps"]), float(t["max_tokens"] or 0)
-    duration = Duration.steps(max_steps) if max_steps else Duration.tokens(int(max_tokens))
-    t_max = max_steps or math.ceil(max_tokens / G)
-    total = min(t_max, int(t["hard_stop_steps"])) if int(t["hard_stop_steps"] or 0) else t_max
-    save = int(t["save_interval"] or 0)
-    recorder = ref_metrics.Recorder(cfg, run_dir, total, nudge_ulp=args.nudge_ulp)
-    tc = TrainerConfig(
-        save_folder=run_dir, work_dir=work, max_duration=duration, metrics_collect_interval=1,
-        hard_stop=Duration.steps(total) if total < t_max else None, save_overwrite=True,
-        load_path=load_path, load_trainer_state=bool(t["load_trainer_state"]) if load_path else None,
-        load_optim_state=bool(t["load_optim_state"]) if load_path else None,
-        callbacks={"checkpointer": CheckpointerCallback(save_interval=save if save > 0 else None,
-                                                        pre_train_checkpoint=False, save_async=False),
-                   "olmo_cpp_recorder": recorder})
-    trainer = tc.build(tm, loader)
+    trainer, tm = build(cfg, run_dir, threads, {"olmo_cpp_recorder": recorder}, init_hf, load_path)
     from importlib.metadata import version
     with open(os.path.join(run_dir, "reference.json"), "w") as f:
         json.dump({"framework": "olmo-core", "olmo_core_version": version("ai2-olmo-core"),
