@@ -191,8 +191,7 @@ def from_olmo_cpp(src, dst, config_yaml):
     cfg = yaml.safe_load(open(config_yaml))
     check_expressible(cfg)
     ours = read_olmo_cpp(src)
-    threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
-    trainer, tm = olmo_core_run.build(cfg, os.path.abspath(dst), threads, {})
+    trainer, tm = olmo_core_run.build(cfg, os.path.abspath(dst), 1, {})
     params = dict(tm.model.named_parameters())
     if set(hf_to_oc_name(k) for k in ours["weights"]) != set(params):
         raise RefError(f"{src}: its tensors do not match the config's model")
@@ -224,6 +223,9 @@ def from_olmo_cpp(src, dst, config_yaml):
 
 def main():
     import logging
+
+    import torch
+    torch.set_num_threads(1)  # no heavy compute here
     logging.disable(logging.WARNING)
     a = sys.argv[1:]
     if len(a) >= 4 and a[0] == "boundary":

@@ -36,8 +36,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from olmo_core_common import (RefError, build_model_config, check_expressible, die,  # noqa: E402
                               load_hf_into, mix_paths, resolve_config)
-import noise_floor  # noqa: E402
-import ref_metrics  # noqa: E402
 
 
 def latest_checkpoint(path):
@@ -160,6 +158,9 @@ def main():
         f.write(text)
 
     import torch
+
+    import noise_floor
+    import ref_metrics
     threads = args.threads or int(t.get("threads") or 0) or int(os.environ.get("OMP_NUM_THREADS", "1"))
     total, t_max = durations(cfg)
     recorder = ref_metrics.Recorder(cfg, run_dir, total, nudge_ulp=args.nudge_ulp)

@@ -7,14 +7,16 @@ scale (configs/tiny.yaml, 20 steps, random token files from tiny_data.py):
      validation alarm and `olmo compare RUN REF` exits 0: instance indices, tokens, LR and skip
      decisions equal at every step, loss / z-loss / grad norm / held-out loss / entropies within
      kNoiseMultiple noise floors;
-  3. one-hyperparameter typos in olmo.cpp's config (beta2 0.95 -> 0.99, lr x 1.1, z-loss off)
-     are flagged by `olmo compare` (exit 2, naming the step and quantity) within 20 steps;
+  3. one-hyperparameter typos in olmo.cpp's config are flagged by `olmo compare` (exit 2, naming
+     the step and quantity) within 20 steps: beta2 0.95 -> 0.99, beta1 0.9 -> 0.91, eps 1e-8 ->
+     1e-6, embedding weight decay 0 -> 0.1 (by loss / grad norm), lr x 1.1 (LR), z-loss off;
   4. bad input: a field OLMo-core cannot express is refused by name; an incomplete reference
-     and a reference with another data config are errors naming the problem.
+     and a reference with another data config are errors naming the problem;
+  5. on the same stage-1 runs: stage 2 on both sides, the stage boundary, and a migration each
+     way (olmo_core_chain_checks.py).
 """
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,41 +24,23 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_data  # noqa: E402
-
-SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
-PY = os.environ.get("OLMO_PYTHON", sys.executable)
-RUNNER = os.path.join(SRC, "scripts", "olmo_core_run.py")
-FAIL = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg)
-    if not cond:
-        FAIL.append(msg)
-
-
-def compare(run, ref):
-    p = tiny_data.olmo("compare", run, ref, "--no-plot", check=False)
-    return p.returncode, p.stdout + p.stderr
-
-
-def first_violation(out):
-    m = re.search(r"OUT OF TOLERANCE step (\d+) (\S+):", out)
-    return (int(m.group(1)), m.group(2)) if m else (None, None)
+from olmo_core_chain_checks import chain  # noqa: E402
+from olmo_core_ref_util import PY, RUNNER, check, compare, finish, first_violation, reference  # noqa: E402
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = tiny_data.make_data(os.path.join(tmp, "data"))
-        common = [f"data.mix={d['mix']}", f"eval.sets={{val: {d['val']}}}", "validation.interval=5",
-                  "validation.max_instances=8", "trainer.save_interval=10"]
+        shared = [f"eval.sets={{val: {d['val']}}}", "validation.interval=5",
+                  "validation.max_instances=8"]
+        s1 = [f"data.mix={d['mix']}", "trainer.save_interval=10"]
+        common = shared + s1
         ref = os.path.join(tmp, "ref")
-        p = subprocess.run([PY, RUNNER, tiny_data.tiny_config(), *common, "--run-dir", ref,
-                            "--noise-floor"], capture_output=True, text=True)
-        print(p.stdout[-1500:], p.stderr[-3000:] if p.returncode else "")
+        p = reference(tiny_data.tiny_config(), common, ref)
+        print(p.stdout[-600:])
         check(p.returncode == 0, "olmo_core_run.py --noise-floor succeeds")
         if p.returncode != 0:
-            return
+            finish("olmo_core_ref")  # exits 1
         for f in ("config.yaml", "metrics.jsonl", "validation.jsonl", "reference.json",
                   "noise_floor.json", "init_hf/model.safetensors", "init_hf/config.json",
                   "step10/model_and_optim", "step20/model_and_optim", "step20/train/rank0.pt"):
@@ -83,10 +67,14 @@ def main():
               "the comparison covers tokens, indices and validation entropies")
 
         # 3. One-hyperparameter typos, flagged within 20 steps.
-        for name, over, want in (("beta2", ["optim.betas=[0.9,0.99]"], ("train.loss", "train.grad_norm", "train.z_loss")),
-                                 ("lr", ["optim.lr=3.3e-3"], ("lr",)),
-                                 ("zloss", ["trainer.z_loss_multiplier=0"], ("train.z_loss",))):
-            run = os.path.join(tmp, "typo_" + name)
+        loss_like = ("train.loss", "train.grad_norm", "train.z_loss")
+        for name, over, want in (("beta2 0.95->0.99", ["optim.betas=[0.9,0.99]"], loss_like),
+                                 ("beta1 0.9->0.91", ["optim.betas=[0.91,0.95]"], loss_like),
+                                 ("eps 1e-8->1e-6", ["optim.eps=1e-6"], loss_like),
+                                 ("embedding wd 0->0.1", ["optim.embedding_weight_decay=0.1"], loss_like),
+                                 ("lr x1.1", ["optim.lr=3.3e-3"], ("lr",)),
+                                 ("z-loss off", ["trainer.z_loss_multiplier=0"], ("train.z_loss",))):
+            run = os.path.join(tmp, "typo_" + str(len(name)) + name.split()[0])
             tiny_data.olmo("train", tiny_data.tiny_config(), *common, *over,
                            f"trainer.run_dir={run}", f"trainer.init_from_hf={ref}/init_hf",
                            "trainer.log_batch_indices=true")
@@ -113,10 +101,10 @@ def main():
         open(os.path.join(other, "config.yaml"), "w").write(cfg)
         rc, out = compare(ours, other)
         check(rc == 1 and "data.seq_len" in out, "reference with other data: " + out.strip()[-160:])
-    if FAIL:
-        print(f"{len(FAIL)} failures")
-        sys.exit(1)
-    print("olmo_core_ref: all checks passed")
+
+        # 5. Stage chain and migrations on these stage-1 runs (olmo_core_chain_checks.py).
+        chain(tmp, d, tiny_data.tiny_config(), shared, s1, ref, ours)
+    finish("olmo_core_ref")
 
 
 if __name__ == "__main__":
