@@ -4,7 +4,7 @@ ulp, in DIR/noise_twin; a stage (trainer.load_path = a reference run's checkpoin
 reference's own twin instead (so the floor is the chain's), or nudges the same checkpoint when
 the previous stage has no twin; DIR/noise_floor.json then holds, per
 step, |twin - reference| of each close quantity (src/train/reference_run.h):
-  train       loss, z_loss, grad_norm
+  train       loss, z_loss, grad_norm, grad_norm_f64
   validation  heldout.<set>, gap.<set>, model_entropy, marginal_entropy_bits
 and a summary (largest difference per quantity). Exact quantities (instances, lr, skipped) must
 agree between the two; a disagreement is an error (the twin would not be the same run).
@@ -77,7 +77,7 @@ def measure(args, run_dir, load_path=None):
             if a.get(q) != b.get(q):
                 raise RefError(f"noise twin differs in exact quantity {q} at step {s}: "
                                f"{a.get(q)} vs {b.get(q)}")
-        for q in ("loss", "z_loss", "grad_norm"):
+        for q in ("loss", "z_loss", "grad_norm", "grad_norm_f64"):
             out["train"].setdefault(q, {})[str(s)] = _diff(a.get(q), b.get(q))
     for s, a in sorted(va.items()):
         b = vb.get(s, {})

@@ -144,8 +144,9 @@ def hf_to_oc_name(hf):
     raise RefError(f"unexpected HF tensor '{hf}' (not an OLMo 3 dense model)")
 
 
-def write_hf_dir(model, out_dir):
-    """model (OLMo-core Transformer) -> out_dir/{config.json, model.safetensors} (fp32, HF names)."""
+def write_hf_dir(model, out_dir, max_seq_len):
+    """model (OLMo-core Transformer) -> out_dir/{config.json, model.safetensors} (fp32, HF names);
+    max_position_embeddings = max_seq_len (OLMo-core's exporter leaves -1 without one)."""
     import json
 
     from olmo_core.nn.hf.config import get_hf_config
@@ -157,6 +158,7 @@ def write_hf_dir(model, out_dir):
     hf = get_hf_config(model).to_dict()
     for k in ("pad_token_id", "eos_token_id", "bos_token_id"):
         hf[k] = None
+    hf["max_position_embeddings"] = int(max_seq_len)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(hf, f, indent=1)
 

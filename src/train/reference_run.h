@@ -8,7 +8,8 @@
 // and noise_floor.json: the per-step |difference| between the reference and its twin, the same
 // OLMo-core run from the initial weights nudged up by one ulp:
 //   {"method": ..., "train": {quantity: {step: |diff|}}, "validation": {quantity: {step: |diff|}}}
-// Quantities: train loss, z_loss, grad_norm; validation heldout.<set>, gap.<set>, model_entropy,
+// Quantities: train loss, z_loss, grad_norm (against the reference's grad_norm_f64, the float64
+// norm of OLMo-core's gradient, when recorded: its logged norm is torch's fp32 one); validation heldout.<set>, gap.<set>, model_entropy,
 // marginal_entropy_bits.
 //
 // Checks (compare_with_reference):

@@ -48,6 +48,8 @@ def main():
         recs = tiny_data.read_metrics(ref)
         check([r["step"] for r in recs] == list(range(1, 21)), "reference has train steps 1..20")
         check(all(len(r["instances"]) == 8 for r in recs), "8 instance indices per step")
+        check(all(r.get("grad_norm_f64") and abs(r["grad_norm_f64"] / r["grad_norm"] - 1) < 1e-4
+                  for r in recs), "float64 grad norm recorded next to OLMo-core's fp32 one")
         vsteps = [json.loads(l)["step"] for l in open(os.path.join(ref, "validation.jsonl"))]
         check(vsteps == [5, 10, 15, 20], f"validation records at 5,10,15,20 ({vsteps})")
         nf = json.load(open(os.path.join(ref, "noise_floor.json")))
