@@ -33,8 +33,11 @@ def stage(out, a, b, offset):
     steps = sorted(s for s in ref if s in ours)
     res = {"x": np.array(steps) + offset}
     for q in ("loss", "grad_norm"):
+        # The reference's grad norm: the float64 norm of its gradient when recorded (its logged
+        # one is torch's fp32 norm).
+        rq = "grad_norm_f64" if q == "grad_norm" and ref[steps[0]].get("grad_norm_f64") else q
         res[q + "_ours"] = np.array([ours[s][q] for s in steps])
-        res[q + "_ref"] = np.array([ref[s][q] for s in steps])
+        res[q + "_ref"] = np.array([ref[s][rq] for s in steps])
         res[q + "_diff"] = np.abs(res[q + "_ours"] - res[q + "_ref"])
         fl = np.array([nf["train"][q].get(str(s)) or 0.0 for s in steps])
         res[q + "_floor"] = np.maximum.accumulate(fl)
