@@ -4,9 +4,15 @@
 // {"kind":"alarm"}) per source/cause with the first step; draws one PNG (train and held-out
 // curves of both runs, default RUN_B/compare.png) with scripts/compare_runs.py (matplotlib).
 // Errors: a run dir without metrics.jsonl or validation.jsonl names the file.
+// When RUN_B is a reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h)
+// the comparison is step by step instead: exact checks (instance indices, tokens, LR, skip
+// decisions) and noise-floor bounds (loss, z-loss, grad norm, held-out loss, gap, entropies);
+// it prints a table per quantity (largest difference, in noise floors) and every violation
+// (step, quantity, both values, bound), and exits 2 when there is one, 0 otherwise.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +25,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "train/reference_run.h"
 #include "train/validation.h"
 
 namespace fs = std::filesystem;
@@ -58,15 +65,55 @@ std::string fmt(const json& j, const char* key) {
   return b;
 }
 
+// RUN against a reference run of OLMo-core; returns the exit code (0 in tolerance, 2 not).
+int compare_reference(const std::string& run, const std::string& ref_dir) {
+  using namespace olmo::train;
+  ReferenceRun ref = load_reference_run(ref_dir);
+  ReferenceComparison c = compare_with_reference(run, ref);
+  std::printf("run       = %s\nreference = %s (%s %s)\nnoise floor: %s\n", run.c_str(),
+              ref_dir.c_str(), ref.info.value("framework", "?").c_str(),
+              ref.info.value("olmo_core_version", "").c_str(), ref.floor_method.c_str());
+  std::printf("bound: %g x the floor's running max + %g x |reference|; %lld train steps from "
+              "step %lld\n", kNoiseMultiple, kRelSlack, (long long)c.steps,
+              (long long)c.first_step);
+  std::printf("%-34s %8s %12s %6s %12s %10s %6s\n", "quantity", "checked", "max |diff|", "step",
+              "max floor", "diff/floor", "step");
+  for (auto& [q, s] : c.summary) {
+    if (s.max_floor == 0 && s.max_abs == 0 && s.max_ratio == 0)
+      std::printf("%-34s %8lld %12s\n", q.c_str(), (long long)s.checked, "exact");
+    else
+      std::printf("%-34s %8lld %12.4g %6lld %12.4g %10.3g %6lld\n", q.c_str(),
+                  (long long)s.checked, s.max_abs, (long long)s.max_abs_step, s.max_floor,
+                  s.max_ratio, (long long)s.max_ratio_step);
+  }
+  const size_t shown = std::min<size_t>(c.failures.size(), 20);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& f = c.failures[i];
+    std::printf("OUT OF TOLERANCE step %lld %s: ours %s, reference %s, bound %s\n",
+                (long long)f.step, f.quantity.c_str(), f.ours.c_str(), f.ref.c_str(),
+                f.bound.c_str());
+  }
+  if (c.failures.size() > shown)
+    std::printf("... %zu more violations\n", c.failures.size() - shown);
+  std::printf("%s: %zu violation%s\n", c.failures.empty() ? "IN TOLERANCE" : "DIVERGED",
+              c.failures.size(), c.failures.size() == 1 ? "" : "s");
+  return c.failures.empty() ? 0 : 2;
+}
+
 int run_compare(int argc, char** argv) {
   olmo::cli::Args a(argc, argv, {"--no-plot"});
   if (a.has("--help") || a.positional().size() != 2) {
-    std::printf("usage: olmo compare RUN_A RUN_B [--out PNG] [--no-plot]\n");
+    std::printf("usage: olmo compare RUN_A RUN_B [--out PNG] [--no-plot]\n"
+                "RUN_B may be an OLMo-core reference run (scripts/olmo_core_run.py): then a\n"
+                "step-by-step check, exit 0 in tolerance, 2 otherwise\n");
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--out", "--no-plot"});
   const std::string A = a.positional()[0], B = a.positional()[1];
   for (auto& r : {A, B}) OLMO_CHECK(fs::is_directory(r), "compare: run dir not found: ", r);
+  if (olmo::train::is_reference_run(B)) return compare_reference(A, B);
+  OLMO_CHECK(!olmo::train::is_reference_run(A), "compare: ", A,
+             " is the OLMo-core reference run: give it second (olmo compare RUN REF)");
   Alarms aa = read_alarms(A), ab = read_alarms(B);
   auto va = olmo::train::read_validation_records(A);
   auto vb = olmo::train::read_validation_records(B);

@@ -116,7 +116,11 @@ void Validation::on_start(Trainer& t) {
     t.progress().message("validation: no held-out sets (validation.sets / eval.sets): off");
     return;
   }
-  if (!c.validation.reference.empty()) reference_ = load_reference(c, c.validation.reference);
+  if (!c.validation.reference.empty()) {
+    reference_ = load_reference(c, c.validation.reference);
+    if (is_reference_run(c.validation.reference))
+      ref_run_ = std::make_unique<ReferenceRun>(load_reference_run(c.validation.reference));
+  }
   data::FslOptions opt;
   opt.eos_id = uint32_t(c.data.eos_id);
   opt.pad_id = uint32_t(c.data.pad_id);
@@ -249,6 +253,36 @@ static double getd(const json& j, const std::string& k) {
   return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
 }
 
+// Against an OLMo-core reference run: noise-floor bounds (train/reference_run.h).
+void Validation::compare_to_reference_run(Trainer& t, const json& rec, const json& ref) {
+  const bool stop = t.config().validation.stop_on_alarm;
+  const int64_t step = rec["step"].get<int64_t>();
+  auto check = [&](const std::string& q, double a, double b) {
+    if (!std::isfinite(b)) return;
+    const double bound = reference_bound(*ref_run_, "validation." + q, step, b);
+    if (!(std::fabs(a - b) <= bound))
+      raise_alarm(t, "validation", q,
+                  cat(q, " ", a, " vs OLMo-core reference ", b, " (|diff| ", std::fabs(a - b),
+                      " > bound ", bound, " = ", kNoiseMultiple, " noise floors)"),
+                  stop);
+  };
+  for (const char* part : {"heldout", "gap"})
+    if (ref.contains(part))
+      for (auto& [set, x] : ref[part].items())
+        check(cat(part, ".", set), rec[part].contains(set) ? getd(rec[part], set) : std::nan(""),
+              getd(ref[part], set));
+  check("model_entropy", getd(rec, "model_entropy"), getd(ref, "model_entropy"));
+  check("marginal_entropy_bits", getd(rec, "marginal_entropy_bits"),
+        getd(ref, "marginal_entropy_bits"));
+  const double sa = getd(rec, "served_entropy_bits"), sb = getd(ref, "served_entropy_bits");
+  if (rec.value("window_steps", int64_t(-1)) == ref.value("window_steps", int64_t(-2)) &&
+      !(std::fabs(sa - sb) <= 1e-9))
+    raise_alarm(t, "validation", "served_entropy",
+                cat("served entropy ", sa, " vs OLMo-core reference ", sb,
+                    " bits: the served tokens differ"),
+                stop);
+}
+
 void Validation::compare(Trainer& t, const json& rec) {
   const auto& v = t.config().validation;
   const bool stop = v.stop_on_alarm;
@@ -273,6 +307,10 @@ void Validation::compare(Trainer& t, const json& rec) {
     return;
   }
   const json& ref = it->second;
+  if (ref_run_) {
+    compare_to_reference_run(t, rec, ref);
+    return;
+  }
   for (auto& [set, l] : rec["heldout"].items())
     if (ref.contains("heldout") && ref["heldout"].contains(set))
       check("heldout_loss." + set, getd(rec["heldout"], set), getd(ref["heldout"], set),

@@ -22,6 +22,9 @@
 // reference's record at the same step: held-out loss (tol_loss), gap (tol_gap), served and model
 // entropy (tol_entropy); a divergence raises an alarm (train/audit_callback.h raise_alarm) and,
 // with stop_on_alarm, stops the run. max_gap > 0 alarms when held-out - train loss exceeds it.
+// A reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h) is compared
+// with its noise-floor bounds instead of the tol_* fields: held-out loss, gap, model and
+// marginal entropy within kNoiseMultiple x the floor, served entropy exactly (same tokens).
 // Resume: records after the resumed step are dropped; the first window after a resume starts
 // at the resumed step (window_steps says how long it was).
 // Cost per record: one held-out evaluation per set, entropy_instances forwards with full logits
@@ -36,6 +39,7 @@
 
 #include "audit/token_stats.h"
 #include "eval/lm_evaluator.h"
+#include "train/reference_run.h"
 #include "train/trainer.h"
 
 namespace olmo::train {
@@ -51,6 +55,7 @@ class Validation : public Callback {
 
  private:
   void compare(Trainer& t, const nlohmann::json& rec);
+  void compare_to_reference_run(Trainer& t, const nlohmann::json& rec, const nlohmann::json& ref);
   bool active_ = false;
   std::vector<std::unique_ptr<eval::LmEvaluator>> sets_;
   std::vector<std::vector<int32_t>> fixed_;  // the fixed validation batch (unpadded documents)
@@ -59,6 +64,7 @@ class Validation : public Callback {
   double loss_sum_ = 0;
   int64_t window_ = 0, last_step_ = -1;
   std::map<int64_t, nlohmann::json> reference_;
+  std::unique_ptr<ReferenceRun> ref_run_;  // set when the reference is an OLMo-core run
   std::string path_;
 };
 

@@ -1,0 +1,89 @@
+// Cross-framework reference runs (issue 19): a run dir written by scripts/olmo_core_run.py, i.e.
+// OLMo-core's own Trainer on the same config, data and initial weights, and the comparison of an
+// olmo.cpp run against it, step by step (`olmo compare RUN REF`, validation.reference).
+//
+// A reference run dir holds reference.json (framework, versions), config.yaml (the olmo.cpp
+// config it mirrors), metrics.jsonl ({"kind":"train"} per step with instances and
+// tokens_digest; an {"kind":"info","event":"end"} record), validation.jsonl when validation ran,
+// and noise_floor.json: the per-step |difference| between the reference and its twin, the same
+// OLMo-core run from the initial weights nudged up by one ulp:
+//   {"method": ..., "train": {quantity: {step: |diff|}}, "validation": {quantity: {step: |diff|}}}
+// Quantities: train loss, z_loss, grad_norm (against the reference's grad_norm_f64, the float64
+// norm of OLMo-core's gradient, when recorded: its logged norm is torch's fp32 one); validation heldout.<set>, gap.<set>, model_entropy,
+// marginal_entropy_bits.
+//
+// Checks (compare_with_reference):
+//   exact   instances (the global instance indices of each step), tokens_digest (the tokens
+//           OLMo-core served vs our dataset's tokens at our indices), lr (bit-equal doubles),
+//           skipped, served_entropy_bits (|diff| <= 1e-9)
+//   close   |ours - ref| <= kNoiseMultiple * envelope(step) + kRelSlack * |ref|, envelope(step) =
+//           the largest noise-floor difference of that quantity at any step <= step (the
+//           spread only grows in a chaotic system; a lucky small value must not tighten it).
+// Errors (olmo::Error) name the dir and the missing piece: not a reference run, incomplete run
+// (no end record, missing steps or files), a run without instance indices
+// (trainer.log_batch_indices), a model/data config that differs (field by field).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/config.h"
+
+namespace olmo::train {
+
+// olmo.cpp may deviate from OLMo-core by this many noise floors (the floor is OLMo-core against
+// itself after a 1-ulp nudge of every initial weight; see bench/results/olmo_core_reference.md).
+constexpr double kNoiseMultiple = 20.0;
+// Relative slack on top (covers steps where the floor is 0 to float precision).
+constexpr double kRelSlack = 1e-6;
+
+struct ReferenceRun {
+  std::string dir;
+  nlohmann::json info;                                 // reference.json
+  std::map<int64_t, nlohmann::json> train;             // step -> train record
+  std::map<int64_t, nlohmann::json> validation;        // step -> validation record
+  std::map<std::string, std::map<int64_t, double>> floor;  // "train.loss" / "validation.heldout.x"
+  std::string floor_method;
+};
+
+// True when dir holds reference.json (written by scripts/olmo_core_run.py).
+bool is_reference_run(const std::string& dir);
+// Reads and checks a complete reference run. Throws naming dir and the missing piece.
+ReferenceRun load_reference_run(const std::string& dir);
+// The bound for `quantity` ("train.loss", "validation.model_entropy", ...) at `step`; NaN when
+// the floor has no value at or before step.
+double reference_bound(const ReferenceRun& ref, const std::string& quantity, int64_t step,
+                       double ref_value);
+
+struct Deviation {
+  int64_t step = 0;
+  std::string quantity;
+  std::string ours, ref;  // printed values
+  std::string bound;      // "exact" or the numeric bound
+};
+
+struct QuantitySummary {
+  int64_t checked = 0;
+  double max_abs = 0;       // largest |ours - ref|
+  int64_t max_abs_step = 0;
+  double max_ratio = 0;     // largest |ours - ref| / max(envelope, 1 fp32 ulp of ref)
+  int64_t max_ratio_step = 0;
+  double max_floor = 0;     // largest envelope
+};
+
+struct ReferenceComparison {
+  std::vector<Deviation> failures;
+  std::map<std::string, QuantitySummary> summary;
+  int64_t steps = 0;       // train steps compared
+  int64_t first_step = 0;  // the run's first step (later than 1 after a migration)
+};
+
+// Compares the olmo.cpp run in run_dir (its config.yaml, metrics.jsonl, validation.jsonl) with
+// ref, from the run's first train step on (a run continued from an imported OLMo-core checkpoint
+// is compared with the reference continuing itself). Throws on a config mismatch (model.* / data.*) or a run without instance indices.
+ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref);
+
+}  // namespace olmo::train

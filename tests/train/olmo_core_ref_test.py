@@ -1,0 +1,113 @@
+"""OLMo-core's own Trainer as the reference run, side by side with olmo.cpp (issue 19), at tiny
+scale (configs/tiny.yaml, 20 steps, random token files from tiny_data.py):
+  1. scripts/olmo_core_run.py --noise-floor writes a complete reference run (config.yaml,
+     metrics.jsonl in our schema with instance indices, validation.jsonl, OLMo-core checkpoint,
+     init_hf/, noise_floor.json with a non-zero floor);
+  2. `olmo train ... trainer.init_from_hf=REF/init_hf validation.reference=REF` raises no
+     validation alarm and `olmo compare RUN REF` exits 0: instance indices, tokens, LR and skip
+     decisions equal at every step, loss / z-loss / grad norm / held-out loss / entropies within
+     kNoiseMultiple noise floors;
+  3. one-hyperparameter typos in olmo.cpp's config are flagged by `olmo compare` (exit 2, naming
+     the step and quantity) within 20 steps: beta2 0.95 -> 0.99, beta1 0.9 -> 0.91, eps 1e-8 ->
+     1e-6, embedding weight decay 0 -> 0.1 (by loss / grad norm), lr x 1.1 (LR), z-loss off;
+  4. bad input: a field OLMo-core cannot express is refused by name; an incomplete reference
+     and a reference with another data config are errors naming the problem;
+  5. on the same stage-1 runs: stage 2 on both sides, the stage boundary, and a migration each
+     way (olmo_core_chain_checks.py).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_data  # noqa: E402
+from olmo_core_chain_checks import chain  # noqa: E402
+from olmo_core_ref_util import PY, RUNNER, check, compare, finish, first_violation, reference  # noqa: E402
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        d = tiny_data.make_data(os.path.join(tmp, "data"))
+        shared = [f"eval.sets={{val: {d['val']}}}", "validation.interval=5",
+                  "validation.max_instances=8"]
+        s1 = [f"data.mix={d['mix']}", "trainer.save_interval=10"]
+        common = shared + s1
+        ref = os.path.join(tmp, "ref")
+        p = reference(tiny_data.tiny_config(), common, ref)
+        print(p.stdout[-600:])
+        check(p.returncode == 0, "olmo_core_run.py --noise-floor succeeds")
+        if p.returncode != 0:
+            finish("olmo_core_ref")  # exits 1
+        for f in ("config.yaml", "metrics.jsonl", "validation.jsonl", "reference.json",
+                  "noise_floor.json", "init_hf/model.safetensors", "init_hf/config.json",
+                  "step10/model_and_optim", "step20/model_and_optim", "step20/train/rank0.pt"):
+            check(os.path.exists(os.path.join(ref, f)), f"reference run has {f}")
+        recs = tiny_data.read_metrics(ref)
+        check([r["step"] for r in recs] == list(range(1, 21)), "reference has train steps 1..20")
+        check(all(len(r["instances"]) == 8 for r in recs), "8 instance indices per step")
+        check(all(r.get("grad_norm_f64") and abs(r["grad_norm_f64"] / r["grad_norm"] - 1) < 1e-4
+                  for r in recs), "float64 grad norm recorded next to OLMo-core's fp32 one")
+        vsteps = [json.loads(l)["step"] for l in open(os.path.join(ref, "validation.jsonl"))]
+        check(vsteps == [5, 10, 15, 20], f"validation records at 5,10,15,20 ({vsteps})")
+        nf = json.load(open(os.path.join(ref, "noise_floor.json")))
+        check(all(v and v > 0 for k, v in nf["largest"].items()), f"noise floor non-zero: {nf['largest']}")
+
+        # 2. olmo.cpp from the same initial weights.
+        ours = os.path.join(tmp, "ours")
+        tiny_data.olmo("train", tiny_data.tiny_config(), *common, f"trainer.run_dir={ours}",
+                       f"trainer.init_from_hf={ref}/init_hf", "trainer.log_batch_indices=true",
+                       f"validation.reference={ref}")
+        alarms = [r for r in tiny_data.read_metrics(ours, "alarm")]
+        check(not alarms, f"validation.reference=REF: no alarm ({alarms[:2]})")
+        rc, out = compare(ours, ref)
+        print(out)
+        check(rc == 0, f"olmo compare RUN REF exits 0 (got {rc})")
+        check("tokens_digest" in out and "instances" in out and "validation.model_entropy" in out,
+              "the comparison covers tokens, indices and validation entropies")
+
+        # 3. One-hyperparameter typos, flagged within 20 steps.
+        loss_like = ("train.loss", "train.grad_norm", "train.z_loss")
+        for name, over, want in (("beta2 0.95->0.99", ["optim.betas=[0.9,0.99]"], loss_like),
+                                 ("beta1 0.9->0.91", ["optim.betas=[0.91,0.95]"], loss_like),
+                                 ("eps 1e-8->1e-6", ["optim.eps=1e-6"], loss_like),
+                                 ("embedding wd 0->0.1", ["optim.embedding_weight_decay=0.1"], loss_like),
+                                 ("lr x1.1", ["optim.lr=3.3e-3"], ("lr",)),
+                                 ("z-loss off", ["trainer.z_loss_multiplier=0"], ("train.z_loss",))):
+            run = os.path.join(tmp, "typo_" + str(len(name)) + name.split()[0])
+            tiny_data.olmo("train", tiny_data.tiny_config(), *common, *over,
+                           f"trainer.run_dir={run}", f"trainer.init_from_hf={ref}/init_hf",
+                           "trainer.log_batch_indices=true")
+            rc, out = compare(run, ref)
+            step, q = first_violation(out)
+            print(f"typo {name}: exit {rc}, first violation step {step} {q}")
+            check(rc == 2 and step is not None and step <= 20 and q in want,
+                  f"typo {name} flagged by {want} within 20 steps (exit {rc}, step {step}, {q})")
+
+        # 4. Bad input.
+        p = subprocess.run([PY, RUNNER, tiny_data.tiny_config(), *common, "model.precision=bf16_mixed",
+                            "--run-dir", os.path.join(tmp, "refused")], capture_output=True, text=True)
+        check(p.returncode == 1 and "model.precision" in p.stderr, "unexpressible field refused by name: "
+              + p.stderr.strip()[-200:])
+        broken = os.path.join(tmp, "broken_ref")
+        shutil.copytree(ref, broken, ignore=shutil.ignore_patterns("step*", "noise_twin", "work"))
+        lines = open(os.path.join(broken, "metrics.jsonl")).read().splitlines()
+        open(os.path.join(broken, "metrics.jsonl"), "w").write("\n".join(lines[:-1]) + "\n")
+        rc, out = compare(ours, broken)
+        check(rc == 1 and "incomplete reference run" in out, "incomplete reference: " + out.strip()[-160:])
+        other = os.path.join(tmp, "other_ref")
+        shutil.copytree(ref, other, ignore=shutil.ignore_patterns("step*", "noise_twin", "work"))
+        cfg = open(os.path.join(other, "config.yaml")).read().replace("seq_len: 64", "seq_len: 32")
+        open(os.path.join(other, "config.yaml"), "w").write(cfg)
+        rc, out = compare(ours, other)
+        check(rc == 1 and "data.seq_len" in out, "reference with other data: " + out.strip()[-160:])
+
+        # 5. Stage chain and migrations on these stage-1 runs (olmo_core_chain_checks.py).
+        chain(tmp, d, tiny_data.tiny_config(), shared, s1, ref, ours)
+    finish("olmo_core_ref")
+
+
+if __name__ == "__main__":
+    main()
