@@ -3,10 +3,14 @@
 //                newest complete one) from its stored pieces and compare them with the state
 //                recorded at save time (train/checkpoint_verify.h); exit 0 when everything
 //                matches, 1 with the first mismatch named otherwise.
+//   import-olmo-core SRC DST / export-olmo-core SRC DST   checkpoints between OLMo-core and
+//                olmo.cpp (cli/ckpt_migrate.h; OLMo-core's format read and written only by its
+//                own helpers through scripts/olmo_core_ckpt.py).
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "ckpt_migrate.h"
 #include "command.h"
 #include "train/checkpoint_verify.h"
 
@@ -15,6 +19,8 @@ namespace {
 int usage(FILE* to) {
   std::fprintf(to,
                "usage: olmo ckpt verify DIR\n"
+               "       olmo ckpt import-olmo-core SRC DST [--config CONFIG.yaml] [key=value ...]\n"
+               "       olmo ckpt export-olmo-core SRC DST [--config CONFIG.yaml] [key=value ...]\n"
                "  verify DIR  checksums, shard coverage, the model section and the fingerprints of\n"
                "              every tensor and state section of checkpoint DIR (a stepN dir, or a run\n"
                "              dir: its newest complete checkpoint) against the state saved\n");
@@ -32,10 +38,13 @@ int run_ckpt(int argc, char** argv) {
     std::printf("verified: %s (step %lld)\n", rep.dir.c_str(), (long long)rep.step);
     return 0;
   }
+  if (sub == "import-olmo-core") return run_ckpt_import_olmo_core(argc - 1, argv + 1);
+  if (sub == "export-olmo-core") return run_ckpt_export_olmo_core(argc - 1, argv + 1);
   std::fprintf(stderr, "olmo ckpt: unknown subcommand '%s'\n", sub.c_str());
   return usage(stderr);
 }
 
 }  // namespace
 
-OLMO_COMMAND("ckpt", "checkpoint tools: verify (fingerprints of the saved state)", run_ckpt);
+OLMO_COMMAND("ckpt", "checkpoint tools: verify (fingerprints of the saved state), "
+             "import-olmo-core, export-olmo-core", run_ckpt);

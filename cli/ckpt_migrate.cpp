@@ -32,6 +32,7 @@
 
 #include "args.h"
 #include "ckpt/checkpoint.h"
+#include "model/config_json.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -166,7 +167,7 @@ int run_ckpt_import_olmo_core(int argc, char** argv) {
     w.add_tensor("optim.exp_avg/" + p.name, exp_avg.data() + p.offset, p.shape);
     w.add_tensor("optim.exp_avg_sq/" + p.name, exp_avg_sq.data() + p.offset, p.shape);
   }
-  w.add_json("model", train::model_config_json(m.config()));
+  w.add_json("model", model::model_config_to_json(m.config()));
   w.add_json("trainer", json{{"step", step},
                              {"tokens_seen", tr.at("tokens_seen").get<int64_t>()},
                              {"t_max", train::schedule_steps(c)},
@@ -222,17 +223,3 @@ int run_ckpt_export_olmo_core(int argc, char** argv) {
   run_helper({"from-olmo-cpp", src, dst, cfg_path});
   return 0;
 }
-
-namespace {
-// Temporary registration until `olmo ckpt` dispatches to these (the lead wires them in).
-int run_ckpt_migrate(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "import-olmo-core")
-    return run_ckpt_import_olmo_core(argc - 1, argv + 1);
-  if (argc >= 2 && std::string(argv[1]) == "export-olmo-core")
-    return run_ckpt_export_olmo_core(argc - 1, argv + 1);
-  std::printf("usage: olmo ckpt-migrate import-olmo-core|export-olmo-core SRC DST [...]\n");
-  return 1;
-}
-OLMO_COMMAND("ckpt-migrate", "OLMo-core <-> olmo.cpp checkpoints (import-olmo-core, "
-             "export-olmo-core)", run_ckpt_migrate);
-}  // namespace

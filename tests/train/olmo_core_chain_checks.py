@@ -25,7 +25,7 @@ from olmo_core_ref_util import CKPT, check, compare, reference, script  # noqa: 
 
 
 def migrate(*args):
-    return tiny_data.olmo("ckpt-migrate", *args, check=False)
+    return tiny_data.olmo("ckpt", *args, check=False)
 
 
 def chain(tmp, d, cfg, common, s1, ref1, ours1):
