@@ -27,7 +27,9 @@ TEST(Peak, PlausibleUnderEachIsaAndBoundedTime) {
 
 // bf16 dot-product peak: 0 without AVX512_BF16; where supported, positive and within a plausible
 // factor of the fp32 FMA peak measured the same way (VDPBF16PS does 4 flops per fp32 lane, an FMA
-// 2: typically 1-2x the fp32 figure; the bounds leave room for a busy shared machine).
+// 2: 1.6-2x the fp32 figure on Zen 4; on Sapphire Rapids VDPBF16PS issues on one port against
+// the FMA's two, measured 0.5-1x here (63-207 vs 202-208 GFLOP/s); the bounds, 0.25x-8x, leave
+// room for that and for a busy shared machine).
 TEST(Peak, Bf16PeakZeroWithoutAvx512Bf16ElsePlausibleVsFp32) {
   const double t0 = olmo::now_seconds();
   const double b = olmo::kernels::measure_bf16_peak_gflops(0.05, 1);
@@ -36,10 +38,15 @@ TEST(Peak, Bf16PeakZeroWithoutAvx512Bf16ElsePlausibleVsFp32) {
     EXPECT_EQ(b, 0.0);
     GTEST_SKIP() << "CPU lacks AVX512_BF16: measure_bf16_peak_gflops returned 0 as specified";
   }
-  // Best of two fp32 measurements around the bf16 one (the machine may be shared).
-  const double f = std::max(olmo::kernels::measure_fp32_peak_gflops(0.05, 1),
-                            olmo::kernels::measure_fp32_peak_gflops(0.05, 1));
-  EXPECT_TRUE(std::isfinite(b));
-  EXPECT_GT(b, 0.5 * f) << "bf16 " << b << " fp32 " << f;
-  EXPECT_LT(b, 8.0 * f) << "bf16 " << b << " fp32 " << f;
+  // Best of three interleaved measurements of each (the machine may be shared: one slice of
+  // either can land on a busy core).
+  double f = 0, bb = b;
+  for (int i = 0; i < 3; ++i) {
+    f = std::max(f, olmo::kernels::measure_fp32_peak_gflops(0.05, 1));
+    if (i > 0) bb = std::max(bb, olmo::kernels::measure_bf16_peak_gflops(0.05, 1));
+  }
+  const double b_best = bb;
+  EXPECT_TRUE(std::isfinite(b_best));
+  EXPECT_GT(b_best, 0.25 * f) << "bf16 " << b_best << " fp32 " << f;
+  EXPECT_LT(b_best, 8.0 * f) << "bf16 " << b_best << " fp32 " << f;
 }
