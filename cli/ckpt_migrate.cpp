@@ -32,12 +32,15 @@
 
 #include "args.h"
 #include "ckpt/checkpoint.h"
-#include "model/config_json.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hash.h"
+#include "model/config_json.h"
 #include "model/hf_io.h"
 #include "model/safetensors.h"
+#include "optim/schedule.h"
+#include "train/checkpoint_verify.h"
 #include "train/config.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
@@ -168,18 +171,33 @@ int run_ckpt_import_olmo_core(int argc, char** argv) {
     w.add_tensor("optim.exp_avg_sq/" + p.name, exp_avg_sq.data() + p.offset, p.shape);
   }
   w.add_json("model", model::model_config_to_json(m.config()));
-  w.add_json("trainer", json{{"step", step},
-                             {"tokens_seen", tr.at("tokens_seen").get<int64_t>()},
-                             {"t_max", train::schedule_steps(c)},
-                             {"world", 1},
-                             {"dist_reduce", c.dist.reduce},
-                             {"imported_from", src}});
-  w.add_json("optim", json{{"steps", steps}, {"groups", groups}, {"beta1", beta1},
-                           {"beta2", beta2}, {"eps", eps}, {"numel", m.num_params()}});
-  w.add_json("skip_step", json{{"rolling_interval_length", c.optim.rolling_interval_length},
-                               {"sigma_factor", c.optim.sigma_factor},
-                               {"losses", json::array()}, {"grad_norms", json::array()}});
+  const json trainer = {{"step", step},
+                        {"tokens_seen", tr.at("tokens_seen").get<int64_t>()},
+                        {"t_max", train::schedule_steps(c)},
+                        {"lr0", c.optim.lr},
+                        {"scheduler", optim::schedule_config_to_json(train::schedule_config(c))},
+                        {"world", 1},
+                        {"dist_reduce", c.dist.reduce},
+                        {"imported_from", src}};
+  const json optim_state = {{"steps", steps}, {"groups", groups}, {"beta1", beta1},
+                            {"beta2", beta2}, {"eps", eps}, {"numel", m.num_params()}};
+  const json skip = {{"rolling_interval_length", c.optim.rolling_interval_length},
+                     {"sigma_factor", c.optim.sigma_factor},
+                     {"losses", json::array()}, {"grad_norms", json::array()}};
+  w.add_json("trainer", trainer);
+  w.add_json("optim", optim_state);
+  w.add_json("skip_step", skip);
   w.add_json("loader", loader);
+  // The fingerprint a resume verifies (train/checkpoint_verify.h): the writer's tensor sums (one
+  // piece per tensor here) and the state sections as written.
+  json tensors = json::object();
+  for (const auto& [name, f] : w.fingerprints()) tensors[name] = hex64(f);
+  json loaded = loader;  // as DataLoader::load_state leaves it: a null epoch keeps epoch 1
+  if (loaded.at("epoch").is_null()) loaded["epoch"] = 1;
+  w.add_json("fingerprint", json{{"version", 1},
+                                 {"tensors", tensors},
+                                 {"state", train::state_section_fingerprints(
+                                               trainer, loaded, skip, optim_state)}});
   w.add_json("rng", json{{"init_seed", c.trainer.init_seed}, {"data_seed", loader.at("seed")},
                          {"data_epoch", loader.at("epoch")}});
   w.add_json("callbacks", json::object());

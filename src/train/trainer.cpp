@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 namespace olmo::train {
 
-static optim::ScheduleConfig schedule_config(const Config& c) {
+optim::ScheduleConfig schedule_config(const Config& c) {
   optim::ScheduleConfig s;
   s.name = c.scheduler.name;
   s.units = "steps";

@@ -242,6 +242,8 @@ class Trainer {
   std::vector<int32_t> targets_;
 };
 
+// The LR schedule of a config (scheduler.*; t_max is schedule_steps(c)).
+optim::ScheduleConfig schedule_config(const Config& c);
 // Loads the weights of a checkpoint dir (stepN) or HF dir into a new model.
 std::unique_ptr<model::Olmo3> load_model_for_inference(const std::string& dir);
 

@@ -60,8 +60,13 @@ def chain(tmp, d, cfg, common, s1, ref1, ours1):
     p = migrate("import-olmo-core", f"{ref1}/step10", imp)
     check(p.returncode == 0 and os.path.exists(f"{imp}/step10/COMMITTED"),
           "import-olmo-core writes an olmo.cpp checkpoint: " + (p.stdout + p.stderr).strip()[-200:])
-    tiny_data.olmo("train", cfg, *common, *s1, f"trainer.run_dir={imp}",
-                   "trainer.log_batch_indices=true")
+    p = tiny_data.olmo("ckpt", "verify", f"{imp}/step10", check=False)
+    check(p.returncode == 0 and "fingerprints match" in p.stdout,
+          "the imported checkpoint carries fingerprints that verify: " + (p.stdout + p.stderr)[-300:])
+    p = tiny_data.olmo("train", cfg, *common, *s1, f"trainer.run_dir={imp}",
+                       "trainer.log_batch_indices=true")
+    check("not verified" not in p.stdout + p.stderr,
+          "the resume of the imported checkpoint verifies the state it loaded")
     rc, out = compare(imp, ref1)
     print(out)
     check(rc == 0 and "from step 11" in out,
