@@ -22,7 +22,7 @@ configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -Wno-dev > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
 
 build: configure
-	@set -o pipefail; MAKEFLAGS= cmake --build $(BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	@set -o pipefail; MAKEFLAGS=--no-print-directory cmake --build $(BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 
 test: build
 	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
@@ -59,7 +59,7 @@ ASAN_CI_TESTS ?= ^(fuzz_replay_.*|ckpt_.*|core_.*|corpus_jsonl|data_hostile_toke
 
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DOLMO_FUZZ=ON -Wno-dev > $(FUZZ_BUILD).configure.log 2>&1 || (cat $(FUZZ_BUILD).configure.log; exit 1)
-	@set -o pipefail; MAKEFLAGS= cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	@set -o pipefail; MAKEFLAGS=--no-print-directory cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 	@echo "fuzzers: $(FUZZ_BUILD)/fuzz/fuzz_<parser>; run them with: make fuzz-run [FUZZ_TIME=s FUZZERS=...]"
 
 fuzz-run: fuzz
@@ -69,10 +69,10 @@ asan-configure: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DOLMO_SANITIZE=ON -Wno-dev > $(ASAN_BUILD).configure.log 2>&1 || (cat $(ASAN_BUILD).configure.log; exit 1)
 
 test-asan: asan-configure
-	@set -o pipefail; MAKEFLAGS= cmake --build $(ASAN_BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	@set -o pipefail; MAKEFLAGS=--no-print-directory cmake --build $(ASAN_BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 	cd $(ASAN_BUILD) && $(SAN_ENV) ctest -L cpp --output-on-failure -j 2 $(CTEST_ARGS)
 
 test-asan-ci: asan-configure
 	@set -o pipefail; targets=$$(cd $(ASAN_BUILD) && ctest -N -L cpp -R '$(ASAN_CI_TESTS)' | sed -nE 's/^ *Test +#[0-9]+: (fuzz_replay_.*)$$/\1/p; s/^ *Test +#[0-9]+: ([a-z0-9]+)_(.*)$$/test_\1_\2/p' | sort -u); \
-	  MAKEFLAGS= cmake --build $(ASAN_BUILD) -j $(JOBS) --target $$targets 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
+	  MAKEFLAGS=--no-print-directory cmake --build $(ASAN_BUILD) -j $(JOBS) --target $$targets 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 	cd $(ASAN_BUILD) && $(SAN_ENV) ctest -L cpp -R '$(ASAN_CI_TESTS)' --output-on-failure -j 2 $(CTEST_ARGS)
