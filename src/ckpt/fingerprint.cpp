@@ -44,8 +44,6 @@ inline uint32_t word(const void* data, size_t i) {
   return w;
 }
 
-
-
 }  // namespace
 
 uint64_t fingerprint_partial_reference(const void* data, size_t n, size_t begin) {

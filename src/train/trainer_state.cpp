@@ -7,9 +7,10 @@
 //                                             any other world size reads its own pieces back
 //   json     "model"      the model configuration, every field of model/config_fields.h
 //            "fingerprint" layout-independent fingerprints of every tensor and of the trainer,
-//                         loader, skip-step and optimizer state (Trainer::state_fingerprint);
+//                         schedule, loader, skip-step and optimizer state
+//                         (Trainer::state_fingerprint);
 //                         every load recomputes them from memory and refuses a mismatch
-//            "trainer"    {step, tokens_seen, total_steps, t_max, lr, scheduler{...}}
+//            "trainer"    {step, tokens_seen, total_steps, t_max, lr0, lr, scheduler{...}}
 //            "optim"      AdamW groups and fp32 step counts (AdamW::state_json)
 //            "skip_step"  the rolling loss / grad-norm window
 //            "loader"     OLMo-core data-loader state (seed, epoch, batches/tokens processed,
@@ -24,7 +25,6 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/fingerprint.h"
-#include "train/checkpoint_verify.h"
 #include "ckpt/flat_range.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -33,6 +33,7 @@
 #include "dist/fixed_point.h"
 #include "model/config_json.h"
 #include "model/hf_io.h"
+#include "train/checkpoint_verify.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
