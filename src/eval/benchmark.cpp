@@ -10,25 +10,14 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/timer.h"
+#include "eval/jsonl_objects.h"
 
 namespace olmo::eval {
 
 std::vector<SuiteItem> load_suite(const std::string& path, int64_t max_items) {
   OLMO_CHECK(file_exists(path), path, ": benchmark suite file not found");
-  std::istringstream in(read_file(path));
   std::vector<SuiteItem> out;
-  std::string line;
-  for (int64_t ln = 1; std::getline(in, line); ++ln) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (max_items > 0 && int64_t(out.size()) >= max_items) break;
-    const std::string at = cat(path, ":", ln, ": ");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(cat(at, "not valid JSON: ", e.what()));
-    }
-    OLMO_CHECK(j.is_object(), at, "a suite item must be a JSON object");
+  for_each_json_object(path, "a suite item", [&](nlohmann::json& j, const std::string& at, int64_t) {
     SuiteItem it;
     OLMO_CHECK(j.contains("id") && j["id"].is_string(), at, "missing string field \"id\"");
     it.id = j["id"].get<std::string>();
@@ -49,7 +38,8 @@ std::vector<SuiteItem> load_suite(const std::string& path, int64_t max_items) {
                " is not a choice index in [0, ", it.choices.size(), ")");
     it.gold = int(g);
     out.push_back(std::move(it));
-  }
+    return max_items <= 0 || int64_t(out.size()) < max_items;  // stop after the first max_items
+  });
   OLMO_CHECK(!out.empty(), path, ": the suite holds no items");
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "eval/jsonl_objects.h"
 
 namespace olmo::eval {
 
@@ -141,39 +142,28 @@ IclTask load_icl_task(const IclManifest& m, const std::string& label,
 
   // Parse every row; group by doc_id.
   std::vector<Row> rows;
-  {
-    std::istringstream in(read_file(path));
-    std::string line;
-    for (int64_t ln = 1; std::getline(in, line); ++ln) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const std::string at = cat(path, ":", ln, ": ");
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(cat(at, "not valid JSON: ", e.what()));
-      }
-      OLMO_CHECK(j.is_object(), at, "a request row must be a JSON object");
-      auto need = [&](const char* k, bool ok) {
-        OLMO_CHECK(j.contains(k) && ok, at, "missing or mistyped field \"", k, "\"");
-      };
-      need("doc_id", j.contains("doc_id") && j["doc_id"].is_number_integer());
-      need("cont_id", j.contains("cont_id") && j["cont_id"].is_number_integer());
-      need("label", j.contains("label") && j["label"].is_number_integer());
-      need("context", j.contains("context") && j["context"].is_string());
-      need("continuation", j.contains("continuation") && j["continuation"].is_string());
-      Row r;
-      r.doc_id = j["doc_id"].get<int64_t>();
-      r.cont_id = j["cont_id"].get<int64_t>();
-      r.label = j["label"].get<int>();
-      r.line = ln;
-      r.context = j["context"].get<std::string>();
-      r.continuation = j["continuation"].get<std::string>();
-      OLMO_CHECK(r.doc_id >= 0 && r.cont_id >= 0, at, "doc_id and cont_id must be >= 0");
-      OLMO_CHECK(!r.continuation.empty(), at, "empty continuation");
-      rows.push_back(std::move(r));
-    }
-  }
+  for_each_json_object(path, "a request row", [&](nlohmann::json& j, const std::string& at,
+                                                  int64_t ln) {
+    auto need = [&](const char* k, bool ok) {
+      OLMO_CHECK(j.contains(k) && ok, at, "missing or mistyped field \"", k, "\"");
+    };
+    need("doc_id", j.contains("doc_id") && j["doc_id"].is_number_integer());
+    need("cont_id", j.contains("cont_id") && j["cont_id"].is_number_integer());
+    need("label", j.contains("label") && j["label"].is_number_integer());
+    need("context", j.contains("context") && j["context"].is_string());
+    need("continuation", j.contains("continuation") && j["continuation"].is_string());
+    Row r;
+    r.doc_id = j["doc_id"].get<int64_t>();
+    r.cont_id = j["cont_id"].get<int64_t>();
+    r.label = j["label"].get<int>();
+    r.line = ln;
+    r.context = j["context"].get<std::string>();
+    r.continuation = j["continuation"].get<std::string>();
+    OLMO_CHECK(r.doc_id >= 0 && r.cont_id >= 0, at, "doc_id and cont_id must be >= 0");
+    OLMO_CHECK(!r.continuation.empty(), at, "empty continuation");
+    rows.push_back(std::move(r));
+    return true;
+  });
   OLMO_CHECK(!rows.empty(), path, ": the task holds no requests");
   std::map<int64_t, std::vector<size_t>> by_doc;
   for (size_t i = 0; i < rows.size(); ++i) by_doc[rows[i].doc_id].push_back(i);
