@@ -11,6 +11,10 @@
 //       batch (epoch, batch, instance indices, global hash, optional doc_lens), the final state
 //   olmo data eval FILES... --seq-len T --out-tokens FILE [--out-targets FILE]
 //       padded one-document-per-instance eval instances (raw int32 [N, T])
+//   olmo data mix NAME --root DIR [--tokenizer T] [--census] | olmo data mix --list
+//       an OLMo-core mix by name (data/named_mix.h): one `label,path` line per token file, as
+//       DataMix(NAME).build(DIR, T); --census adds "present P of N files, K tokens[, first
+//       missing PATH]"; --list prints the known names
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -23,6 +27,7 @@
 #include "data/eval_dataset.h"
 #include "data/loader.h"
 #include "data/mix.h"
+#include "data/named_mix.h"
 #include "data/pcg64.h"
 
 namespace {
@@ -134,8 +139,28 @@ int eval(const Args& a) {
   return 0;
 }
 
+int mix(const Args& a) {
+  a.finish({"--root", "--tokenizer", "--census", "--list"});
+  if (a.has("--list")) {
+    for (auto& n : od::known_mix_names()) std::printf("%s\n", n.c_str());
+    return 0;
+  }
+  OLMO_CHECK(a.positional().size() == 2, "olmo data mix NAME --root DIR: give one mix name");
+  od::Mix m = od::build_named_mix(a.positional()[1], a.get("--root"),
+                                  a.get("--tokenizer", "allenai/dolma2-tokenizer"));
+  for (size_t i = 0; i < m.paths.size(); ++i)
+    std::printf("%s,%s\n", m.labels[i].c_str(), m.paths[i].c_str());
+  if (a.has("--census")) {
+    od::MixCensus c = od::mix_census(m.paths);
+    std::printf("present %lld of %lld files, %llu tokens%s\n", (long long)c.present,
+                (long long)c.files, (unsigned long long)c.tokens,
+                c.first_missing.empty() ? "" : cat(", first missing ", c.first_missing).c_str());
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
-  Args a(argc, argv, {"--no-shuffle", "--ignore-fingerprint", "--doc-lens"});
+  Args a(argc, argv, {"--no-shuffle", "--ignore-fingerprint", "--doc-lens", "--census", "--list"});
   const std::string sub = a.positional().empty() ? "" : a.positional()[0];
   if (a.has("--help") || sub.empty()) {
     std::printf(
@@ -145,7 +170,8 @@ int run(int argc, char** argv) {
         "                 [--rank r --world W] [--batches K | --epochs E] [--state-in F\n"
         "                 [--ignore-fingerprint] [--resume-batch B2]] [--state-out F]\n"
         "                 [--out-tokens F] [--out-jsonl F] [--doc-lens]\n"
-        "       olmo data eval    FILES... --seq-len T --out-tokens F [--out-targets F]\n");
+        "       olmo data eval    FILES... --seq-len T --out-tokens F [--out-targets F]\n"
+        "       olmo data mix     NAME --root DIR [--tokenizer T] [--census] | --list\n");
     return sub.empty() && !a.has("--help") ? 1 : 0;
   }
   try {
@@ -153,6 +179,7 @@ int run(int argc, char** argv) {
     if (sub == "info") return info(a);
     if (sub == "batches") return batches(a);
     if (sub == "eval") return eval(a);
+    if (sub == "mix") return mix(a);
   } catch (const std::logic_error& e) {  // std::stoll / stoull on a bad number
     throw Error(cat("bad numeric flag value (", e.what(), ")"));
   }
@@ -161,4 +188,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-OLMO_COMMAND("data", "data order and loader: global-indices, info, batches, eval", run);
+OLMO_COMMAND("data", "data order and loader: global-indices, info, batches, eval, mix", run);

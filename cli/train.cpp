@@ -17,6 +17,7 @@
 #include "train/config.h"
 #include "train/model_setup.h"
 #include "train/trainer.h"
+#include "train/training_data.h"
 
 namespace fs = std::filesystem;
 
@@ -76,13 +77,30 @@ void dry_run(const olmo::train::Config& c) {
               (long long)mp.activations, (long long)mp.total, (long long)mp.comm_bytes_per_step);
 
   int64_t bpe = 0;
-  std::string data_note;
-  if (!c.data.mix.empty() && fs::exists(c.data.mix)) {
+  std::string data_note, mix_note;
+  bool have_files = false;
+  try {
+    train::NamedMixStatus nm = train::named_mix_status(c);
+    if (!nm.name.empty()) {
+      const auto& n = nm.census;
+      mix_note = cat("mix ", nm.name, " (OLMo-core 3.0.0 list, ", commas(n.files),
+                     " token files) under data.root ", c.data.root, ": ", commas(n.present),
+                     " of ", commas(n.files), " files present, ", commas(int64_t(n.tokens)),
+                     " tokens",
+                     n.present == n.files ? std::string()
+                                          : cat("; first missing: ", n.first_missing));
+      have_files = n.present == n.files;
+    } else {
+      have_files = fs::exists(c.data.mix);
+    }
+  } catch (const Error& e) {
+    mix_note = cat("data.mix '", c.data.mix, "': ", e.what());
+  }
+  if (have_files) {
     try {
       data::FslOptions opt;
       opt.validate = false;
-      data::FslDataset ds(eval::expand_token_paths(c.data.mix), c.data.seq_len,
-                          uint32_t(mc.vocab_size), opt);
+      data::FslDataset ds(train::training_paths(c), c.data.seq_len, uint32_t(mc.vocab_size), opt);
       bpe = ds.size() / train::batch_instances(c);
       data_note = cat(commas(ds.size()), " instances, ", commas(bpe), " batches per epoch",
                       c.data.dataset == "packed_fsl"
@@ -91,8 +109,10 @@ void dry_run(const olmo::train::Config& c) {
     } catch (const Error& e) {
       data_note = cat("cannot open: ", e.what());
     }
-  } else {
+  } else if (mix_note.empty()) {
     data_note = cat("data.mix not found (", c.data.mix, "): needed to train");
+  } else if (mix_note.rfind("mix ", 0) == 0) {
+    data_note = "needed to train: every token file of the mix";
   }
   int64_t G = train::batch_instances(c), t_max = train::schedule_steps(c),
           run = train::run_steps(c, bpe);
@@ -106,7 +126,8 @@ void dry_run(const olmo::train::Config& c) {
   std::printf("this run: %s steps = %s tokens%s\n", commas(run).c_str(),
               commas(run * c.data.global_batch_tokens).c_str(),
               c.trainer.hard_stop_epochs > 0 && bpe == 0 ? " (epoch hard stop needs the data)" : "");
-  std::printf("data: %s\n", data_note.c_str());
+  if (!mix_note.empty()) std::printf("data: %s\n", mix_note.c_str());
+  if (!data_note.empty()) std::printf("data: %s\n", data_note.c_str());
   if (!c.trainer.load_path.empty())
     std::printf("start from: %s (optimizer state %s, trainer state %s)%s\n",
                 c.trainer.load_path.c_str(), c.trainer.load_optim_state ? "loaded" : "fresh",

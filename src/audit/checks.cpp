@@ -13,12 +13,13 @@ int64_t slice_position(int64_t k, int rank, int world, int64_t chunk) {
   return ((k / chunk) * world + rank) * chunk + k % chunk;
 }
 
-BatchAuditor::BatchAuditor(const data::FslDataset& ds, int64_t B, uint64_t seed, bool shuffle)
+BatchAuditor::BatchAuditor(const data::InstanceSource& ds, int64_t B, uint64_t seed, bool shuffle)
     : ds_(ds), B_(B), N_(ds.size()), nb_(B > 0 ? ds.size() / B : 0), seed_(seed),
       shuffle_(shuffle) {
   OLMO_CHECK(B_ > 0 && nb_ > 0, "audit: global batch of ", B_, " instances over ", N_,
              " instances");
   served_.assign(size_t(N_ + 63) / 64, 0);
+  truth_.resize(size_t(ds.seq_len()));
   batch_seen_.assign(size_t(nb_), 0);
 }
 
@@ -139,17 +140,13 @@ std::vector<Finding> BatchAuditor::observe(const LedgerRecord& r, const int32_t*
     if (idx != expect) wrong_idx.push_back(idx);
     bool sampled = ((k - start + n) % n) < want;
     if (!sampled || expect < 0) continue;
-    const uint32_t* truth = ds_.view(expect);
-    bool same = tokens ? std::memcmp(tokens + k * T, truth, size_t(T) * 4) == 0
-                       : row_hash(truth, T) == r.row_hashes[size_t(k)];
+    ds_.read(expect, truth_.data());
+    bool same = tokens ? std::memcmp(tokens + k * T, truth_.data(), size_t(T) * 4) == 0
+                       : row_hash(truth_.data(), T) == r.row_hashes[size_t(k)];
     if (!same) {
       wrong_tok.push_back(k);
-      if (first_wrong.empty()) {
-        auto [f, local] = ds_.locate(expect);
-        first_wrong = cat("row ", k, " should hold instance ", expect, " = ",
-                          ds_.paths()[size_t(f)], " tokens [", local * T, ", ", (local + 1) * T,
-                          ")");
-      }
+      if (first_wrong.empty())
+        first_wrong = cat("row ", k, " should hold instance ", expect, " = ", ds_.describe(expect));
     }
   }
   if (!repeats.empty())

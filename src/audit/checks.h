@@ -9,10 +9,14 @@
 //   identical_batch  a batch whose content hash equals an earlier step's
 //   rank_overlap     rank slices of a global batch overlap or leave a position out
 //   index_mismatch   a consumed instance index differs from the one the order assigns
-//   reread_mismatch  consumed tokens differ from the tokens at the (file, offset) the order
-//                    assigns to that position (in-loop: token compare on a sample of rows;
-//                    offline: the ledger's row hashes, every row)
+//   reread_mismatch  consumed tokens differ from the tokens the order assigns to that position,
+//                    re-read from the token files: the window at its (file, offset) for fsl,
+//                    the documents the packing assigns (then the padding) for packed_fsl
+//                    (in-loop: token compare on a sample of rows; offline: the ledger's row
+//                    hashes, every row)
 //   never_served     at the end of a fully observed epoch, instances of the order never served
+// Works on any InstanceSource (fsl and packed_fsl: the loader's order is the same numpy
+// permutation of instance indices for both).
 // Memory: one bit per instance, one epoch order (4 bytes per instance), 16 bytes per step.
 #pragma once
 #include <cstdint>
@@ -21,7 +25,7 @@
 #include <vector>
 
 #include "audit/ledger.h"
-#include "data/fsl_dataset.h"
+#include "data/instance_source.h"
 
 namespace olmo::audit {
 
@@ -36,7 +40,7 @@ int64_t slice_position(int64_t k, int rank, int world, int64_t chunk);
 
 class BatchAuditor {
  public:
-  BatchAuditor(const data::FslDataset& ds, int64_t global_batch, uint64_t seed,
+  BatchAuditor(const data::InstanceSource& ds, int64_t global_batch, uint64_t seed,
                bool shuffle = true);
   // tokens: the rows as consumed ([n, T]) or null (compare r.row_hashes instead).
   // reread_rows: rows re-read from the token files (0 = all, < 0 = none), chosen from the step.
@@ -49,7 +53,8 @@ class BatchAuditor {
  private:
   const std::vector<uint32_t>& order(int64_t epoch);
   std::vector<Finding> close_epoch(int64_t step);
-  const data::FslDataset& ds_;
+  const data::InstanceSource& ds_;
+  std::vector<int32_t> truth_;  // one re-read row
   int64_t B_, N_, nb_;
   uint64_t seed_;
   bool shuffle_;

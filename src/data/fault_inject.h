@@ -7,10 +7,13 @@
 //   pool          every row is one of a small pool of instances (the first pool_size of the
 //                 fault's first batch), served over and over; instance_indices name the pool
 //                 instances (a modulo-the-pool indexing bug)
-//   stride        instance k is read at token offset k * stride of its file instead of
+//   stride        fsl: instance k is read at token offset k * stride of its file instead of
 //                 k * seq_len (stride < seq_len: windows overlap and repeat earlier text of the
-//                 stream); instance_indices unchanged, so the text is plausible and only a
-//                 re-read against the order catches it
+//                 stream); packed_fsl: every document of the instance is read `stride` tokens
+//                 before its start in its file (after it when the document starts earlier
+//                 than that), same length, padding unchanged (a document-offset bug).
+//                 instance_indices unchanged, so the text is plausible and only a re-read
+//                 against the order catches it
 //   repeat_batch  every `every` steps the previous step's batch (tokens and indices) is
 //                 served again instead of the current one
 // Cost: one copy of the batch's tokens per faulty step.
@@ -19,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "data/fsl_dataset.h"
+#include "data/instance_source.h"
 #include "data/loader.h"
 
 namespace olmo::data {
@@ -34,13 +37,14 @@ struct FaultOptions {
 
 class FaultInjector {
  public:
-  FaultInjector(const FslDataset& ds, FaultOptions opt);
+  FaultInjector(const InstanceSource& ds, FaultOptions opt);  // fsl or packed_fsl
   // Rewrites b for training step `step` (no-op before start_step). Returns true if it did.
   bool apply(int64_t step, DataLoader::Batch& b);
   const FaultOptions& options() const { return opt_; }
 
  private:
-  const FslDataset& ds_;
+  void stride_row(int64_t index, int32_t* out) const;
+  const InstanceSource& ds_;
   FaultOptions opt_;
   std::vector<int64_t> pool_;
   DataLoader::Batch prev_;

@@ -68,6 +68,11 @@ void FslDataset::read(int64_t index, int32_t* out) const {
   if (mx >= vocab_) check_token_ids(src, seq_len_, vocab_, paths_[f], k * seq_len_);
 }
 
+std::string FslDataset::describe(int64_t index) const {
+  auto [f, k] = locate(index);
+  return cat(paths_[size_t(f)], " tokens [", k * seq_len_, ", ", (k + 1) * seq_len_, ")");
+}
+
 std::vector<int32_t> FslDataset::document_lengths(int64_t index) const {
   return data::document_lengths(view(index), seq_len_, opt_.eos_id);
 }

@@ -38,10 +38,11 @@ class FslDataset : public InstanceSource {
   int64_t size() const override { return offsets_.back(); }  // number of instances
   int64_t seq_len() const override { return seq_len_; }
   int64_t num_tokens() const { return size() * seq_len_; }
-  uint32_t vocab_size() const { return vocab_; }
+  uint32_t vocab_size() const override { return vocab_; }
   uint32_t eos_id() const { return opt_.eos_id; }
   uint32_t pad_id() const { return opt_.pad_id; }
-  const std::vector<std::string>& paths() const { return paths_; }
+  const std::vector<std::string>& paths() const override { return paths_; }
+  std::string describe(int64_t index) const override;  // "FILE tokens [a, b)"
   const std::vector<uint64_t>& file_sizes() const { return sizes_; }  // bytes
   // Instance offsets: file f holds global instances [offsets()[f], offsets()[f+1]).
   const std::vector<int64_t>& offsets() const { return offsets_; }

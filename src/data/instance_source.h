@@ -9,6 +9,9 @@
 //   document_lengths(i)     OLMo-core get_document_lengths of the instance (EOS inclusive, the
 //                           padding a final segment); sums to seq_len()
 //   fingerprint()           OLMo-core's dataset fingerprint (version fingerprint_version())
+//   paths(), vocab_size()   the token files in dataset order, the vocabulary size
+//   describe(i)             where instance i's tokens come from, for error messages and audit
+//                           findings: "FILE tokens [a, b)" (fsl) or its packed documents
 // dataset_type() is the loader state's dataset_type ("fsl" for both: OLMo-core's
 // NumpyFSLDataLoader serves every NumpyFSLDatasetBase).
 #pragma once
@@ -33,6 +36,9 @@ class InstanceSource {
   virtual std::string fingerprint() const = 0;
   virtual const char* fingerprint_version() const = 0;
   virtual const char* dataset_type() const { return "fsl"; }
+  virtual const std::vector<std::string>& paths() const = 0;
+  virtual uint32_t vocab_size() const = 0;
+  virtual std::string describe(int64_t index) const = 0;
 };
 
 // Training inputs for a batch of instances read from `ds` (tokens [B, T], row b = instance

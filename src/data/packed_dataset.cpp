@@ -121,6 +121,17 @@ std::vector<PackedFslDataset::Doc> PackedFslDataset::instance_documents(int64_t 
           docs_.begin() + inst_begin_[size_t(index) + 1]};
 }
 
+std::string PackedFslDataset::describe(int64_t index) const {
+  std::vector<Doc> docs = instance_documents(index);
+  std::string s = cat(docs.size(), " document", docs.size() == 1 ? "" : "s", " (",
+                      inst_tokens_[size_t(index)], " tokens, then padding):");
+  for (size_t d = 0; d < docs.size() && d < 4; ++d)
+    s += cat(d ? ", " : " ", paths_[size_t(docs[d].file)], " [", docs[d].start, ", ",
+             docs[d].end, ")");
+  if (docs.size() > 4) s += ", ...";
+  return s;
+}
+
 int64_t PackedFslDataset::label_length(int64_t index) const {
   check_index(index);
   return inst_tokens_[size_t(index)];

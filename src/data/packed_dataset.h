@@ -55,7 +55,15 @@ class PackedFslDataset : public InstanceSource {
   const char* fingerprint_version() const override { return kFingerprintVersion; }
   static constexpr const char* kFingerprintVersion = "v2.0";
 
-  const std::vector<std::string>& paths() const { return paths_; }
+  const std::vector<std::string>& paths() const override { return paths_; }
+  uint32_t vocab_size() const override { return vocab_; }
+  // "K documents: FILE [a, b), ..." (the first 4 named).
+  std::string describe(int64_t index) const override;
+  // Token file f as a memory-mapped array of file_tokens(f) ids.
+  const uint32_t* file_data(int f) const {
+    return reinterpret_cast<const uint32_t*>(maps_[size_t(f)].data());
+  }
+  int64_t file_tokens(int f) const { return int64_t(sizes_[size_t(f)] / 4); }
   int64_t num_documents() const { return int64_t(docs_.size()); }
   // Real (non-padding) tokens over all instances.
   int64_t num_tokens() const { return total_tokens_; }

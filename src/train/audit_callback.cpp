@@ -47,7 +47,7 @@ void DataAudit::on_start(Trainer& t) {
   if (!c.audit.enabled || t.rank() != 0) return;
   try {
     double t0 = now_seconds();
-    const auto& ds = t.dataset();
+    const data::InstanceSource& ds = t.instances();  // fsl or packed_fsl
     auditor_ = std::make_unique<audit::BatchAuditor>(ds, batch_instances(c), uint64_t(c.data.seed));
     std::string path = (fs::path(t.run_dir()) / "audit" / "ledger.bin").string();
     if (t.step() > 0 && fs::exists(path)) {  // resumed: replay what was served before
@@ -153,7 +153,10 @@ void DataAudit::on_step(Trainer& t, const StepResult& r) {
     ledger_->append(rec);
     report(t, auditor_->observe(rec, b.tokens.data(), t.config().audit.reread_rows));
     if (have_corpus_) {
-      window_.add(b.tokens.data(), int64_t(b.tokens.size()));
+      // Real tokens only: a packed instance's padding is not text of the corpus.
+      for (int64_t k = 0; k < b.B; ++k)
+        window_.add(b.tokens.data() + k * b.T,
+                    t.instances().label_length(b.instance_indices[size_t(k)]));
       if (++window_steps_ >= t.config().audit.stats_window) {
         auto chk = audit::compare_distribution(window_, corpus_, t.config().audit.entropy_tol_bits,
                                                t.config().audit.top_share_tol);
@@ -204,7 +207,7 @@ void install_fault_injection(Trainer& t) {
   o.pool_size = d.fault_pool_size;
   o.stride = d.fault_stride;
   o.every = d.fault_every;
-  auto fi = std::make_shared<data::FaultInjector>(t.dataset(), o);
+  auto fi = std::make_shared<data::FaultInjector>(t.instances(), o);
   t.set_batch_hook([fi](Trainer& tr, data::DataLoader::Batch& b) { fi->apply(tr.step(), b); });
   t.progress().message(cat("WARNING: fault injection '", o.kind, "' from step ", o.start_step,
                            " (test runs only)"));

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/training_data.h"
 
 namespace fs = std::filesystem;
 
@@ -44,7 +45,9 @@ static void visit_fields(C& c, V&& v) {
   v("model.yarn_attention_factor", c.model.yarn_attention_factor, "0 = 0.1 ln(yarn_factor) + 1");
   v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
   v("model.precision", c.model.precision, "fp32 | bf16_mixed | auto (matmul precision)");
-  v("data.mix", c.data.mix, "");
+  v("data.mix", c.data.mix, "mix name (OLMo-mix-0625-official ...), .mix file, dir or file");
+  v("data.root", c.data.root, "base dir of a named mix (and of a .mix file's paths)");
+  v("data.tokenizer", c.data.tokenizer, "OLMo-core tokenizer name for {TOKENIZER}");
   v("data.seq_len", c.data.seq_len, "");
   v("data.global_batch_tokens", c.data.global_batch_tokens, "");
   v("data.micro_batch_tokens", c.data.micro_batch_tokens, "");
@@ -561,7 +564,11 @@ void validate(const Config& c, bool check_files) {
              " must be >= 0");
   if (!check_files) return;
   OLMO_CHECK(!d.mix.empty(), at(c, "data.mix"), " must name a mix file");
-  OLMO_CHECK(fs::exists(d.mix), at(c, "data.mix"), ": data mix file not found: ", d.mix);
+  try {
+    (void)training_paths(c);  // a named mix: the name known and every token file present
+  } catch (const Error& e) {
+    throw Error(cat(at(c, "data.mix"), ": ", e.what()));
+  }
   for (auto& [label, p] : c.eval.sets)
     OLMO_CHECK(fs::exists(p), at(c, "eval.sets"), ": held-out set '", label, "' not found: ", p);
   for (auto& [label, p] : c.validation.sets)

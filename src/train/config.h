@@ -36,7 +36,11 @@ struct ModelSection {
 };
 
 struct DataSection {
-  std::string mix = "";              // mix file of `label,path` lines (train data)
+  std::string mix = "";              // train data: an OLMo-core mix name (data/named_mix.h), a
+                                     // mix file of `label,path` lines, a directory or a file
+  std::string root = "";             // base dir of a named mix's paths (OLMo-core base_dir); for
+                                     // a mix file, overrides the file's own directory
+  std::string tokenizer = "allenai/dolma2-tokenizer";  // OLMo-core TokenizerName ({TOKENIZER})
   int64_t seq_len = 0;               // tokens per instance (OLMo-core sequence_length)
   int64_t global_batch_tokens = 0;   // OLMo-core global_batch_size (tokens)
   int64_t micro_batch_tokens = 0;    // OLMo-core rank_microbatch_size (tokens)

@@ -25,6 +25,7 @@
 #include "optim/grad_clip.h"
 #include "train/model_setup.h"
 #include "train/resource_limits.h"
+#include "train/training_data.h"
 
 namespace fs = std::filesystem;
 
@@ -96,16 +97,7 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   comm_->barrier();
 
   // Data.
-  std::vector<std::string> paths = eval::expand_token_paths(cfg_.data.mix);
-  data::DatasetSpec spec;
-  spec.kind = cfg_.data.dataset;
-  spec.paths = paths;
-  spec.seq_len = cfg_.data.seq_len;
-  spec.vocab_size = uint32_t(mc.vocab_size);
-  spec.eos_id = cfg_.data.eos_id;
-  spec.pad_id = cfg_.data.pad_id;
-  spec.source_group_size = cfg_.data.source_group_size;
-  spec.permutation_seed = uint64_t(cfg_.data.source_permutation_seed);
+  data::DatasetSpec spec = dataset_spec(cfg_, uint32_t(mc.vocab_size));  // train/training_data.h
   const std::string& ln = cfg_.trainer.loss_normalization;
   per_rank_loss_ = ln == "per_rank" || (ln == "auto" && spec.kind == "packed_fsl");
   doc_mask_ = cfg_.data.generate_doc_lengths;

@@ -16,3 +16,8 @@ set_tests_properties(data_cli_bad_epoch data_cli_missing_file PROPERTIES LABELS 
 add_executable(bench_loader ${CMAKE_SOURCE_DIR}/bench/loader_bench.cpp)
 target_link_libraries(bench_loader PRIVATE olmo_data)
 set_target_properties(bench_loader PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
+
+# Issue 23: OLMo-core's data mixes by name, against DataMix.build; dry runs of the three OLMo 3
+# stages on a fake data root; bad names and missing files (tests/data/named_mix_test.py).
+olmo_py_test(data_named_mix ${CMAKE_CURRENT_LIST_DIR}/named_mix_test.py)
+set_tests_properties(data_named_mix PROPERTIES LABELS data TIMEOUT 300)

@@ -16,6 +16,10 @@ validation every 10 steps, faults from step 10:
   pool, audit off, validation.reference = the clean run: delay 10 (the next validation
                 record), causes gap, heldout_loss, served_entropy (each over the run) and
                 nothing else
+Packed instances (data.dataset: packed_fsl, issue 23): a clean packed run has zero alarms, a
+clean offline audit, a ledger equal to the numpy order over the packed instances, and stays
+clean when resumed in two pieces; each fault above is caught on a packed run with the same
+delay and causes as on the FSL run, and the offline audit exits 2 naming them.
 With mpirun installed, the same under 2 data-parallel ranks (rank 0 audits its slice): a clean
 run has no alarm, a stride fault is caught at its first step.
 Also: a fault without allow_fault_injection is refused; a corrupt prepare index turns the audit
@@ -30,6 +34,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_data import make_data, olmo, tiny_config  # noqa: E402
@@ -166,6 +172,59 @@ def main():
             for c, by in later.items():
                 assert by_cause[c] <= by, f"{fault}: {c} first at step {by_cause[c]} > {by}"
             delays[fault] = first - START
+            p = olmo("audit", run, check=False)
+            assert p.returncode == 2, p.stdout[-2000:]
+            for c in at_start:
+                assert f"FINDING {c}" in p.stdout, (c, p.stdout[-2000:])
+
+        # Packed instances (data.dataset: packed_fsl, stage 3's loader): the same audit. Each
+        # tiny document (40-120 tokens) is truncated to 64 tokens and no two fit one instance
+        # (2 x 40 > 64), so instance i is document i of the packing and the dataset has one
+        # instance per EOS-terminated document: the ledger must hold the numpy order over them.
+        packed = ["data.dataset=packed_fsl"]
+        toks = np.fromfile(os.path.join(root, "data", "train", "part-0.npy"), dtype=np.uint32)
+        eos_at = np.flatnonzero(toks == 0)
+        lens = np.diff(np.concatenate([[-1], eos_at]))
+        assert lens.min() * 2 > 64, lens.min()
+        n_packed = len(eos_at)
+        pclean, _ = train("packed_clean", *packed)
+        a = alarms(pclean)
+        assert a == [], f"clean packed run raised {len(a)} alarms: {a[:3]}"
+        p = olmo("audit", pclean, check=False)
+        assert p.returncode == 0 and f"{n_packed} packed_fsl instances" in p.stdout, p.stdout
+        order = numpy_order(n_packed, 7, 1)
+        recs = ledger(pclean)
+        assert [r[0] for r in recs] == list(range(1, STEPS + 1)), [r[0] for r in recs]
+        for step, epoch, batch, idx in recs:
+            assert (epoch, batch) == (1, step - 1), (step, epoch, batch)
+            assert idx == [int(x) for x in order[8 * batch:8 * batch + 8]], (step, idx)
+        print(f"packed clean: 0 alarms, offline audit clean, ledger = numpy order over "
+              f"{n_packed} packed instances")
+        presumed, _ = train("packed_resumed", *packed, "trainer.hard_stop_steps=20",
+                            "trainer.save_interval=10")
+        train("packed_resumed", *packed)
+        assert ledger_steps(presumed) == list(range(1, STEPS + 1)), ledger_steps(presumed)
+        assert alarms(presumed) == [], alarms(presumed)[:3]
+        assert olmo("audit", presumed, check=False).returncode == 0
+        for fault, (at_start, later) in table.items():
+            run, _ = train("packed_" + fault, *packed, f"data.inject_fault={fault}",
+                           "allow_fault_injection=true", f"data.fault_start_step={START}")
+            a = alarms(run)
+            assert a, f"packed {fault}: no alarm"
+            by_cause = {}
+            for x in a:
+                by_cause[x["cause"]] = min(by_cause.get(x["cause"], x["step"]), x["step"])
+            first = min(by_cause.values())
+            print(f"packed {fault}: first alarm at step {first} (delay {first - START}), "
+                  f"{len(a)} alarms, first step per cause {dict(sorted(by_cause.items()))}")
+            assert first == START, f"packed {fault}: first alarm at step {first}, want {START}"
+            assert set(by_cause) == at_start | set(later), \
+                f"packed {fault}: causes {sorted(by_cause)}, want {sorted(at_start | set(later))}"
+            for c in at_start:
+                assert by_cause[c] == START, f"packed {fault}: {c} first at step {by_cause[c]}"
+            for c, by in later.items():
+                assert by_cause[c] <= by, f"packed {fault}: {c} first at step {by_cause[c]} > {by}"
+            delays["packed " + fault] = first - START
             p = olmo("audit", run, check=False)
             assert p.returncode == 2, p.stdout[-2000:]
             for c in at_start:
