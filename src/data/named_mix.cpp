@@ -124,6 +124,16 @@ Mix build_named_mix(const std::string& name_in, const std::string& root,
   return mix;
 }
 
+std::vector<std::string> named_mix_paths(const std::string& name, const std::string& root,
+                                         const std::string& tokenizer) {
+  Mix m = build_named_mix(name, root, tokenizer);
+  MixCensus n = mix_census(m.paths);
+  OLMO_CHECK(n.present == n.files, "data mix '", canonical_mix_name(name), "': ", n.present,
+             " of ", n.files, " token files present under data.root '", root, "' (", n.tokens,
+             " tokens); first missing: ", n.first_missing);
+  return m.paths;
+}
+
 MixCensus mix_census(const std::vector<std::string>& paths) {
   MixCensus c;
   c.files = int64_t(paths.size());

@@ -46,6 +46,11 @@ std::string mix_tokenizer_id(const std::string& name, const std::string& tokeniz
 Mix build_named_mix(const std::string& name, const std::string& root,
                     const std::string& tokenizer = "allenai/dolma2-tokenizer");
 
+// build_named_mix, then every file must exist: else throws "data mix 'NAME': P of N token files
+// present under data.root 'ROOT' (K tokens); first missing: PATH".
+std::vector<std::string> named_mix_paths(const std::string& name, const std::string& root,
+                                         const std::string& tokenizer);
+
 // Which of `paths` exist as regular files, and their tokens (bytes / 4, uint32 files).
 struct MixCensus {
   int64_t files = 0, present = 0;

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "train/training_data.h"
+#include "data/named_mix.h"
 
 namespace fs = std::filesystem;
 
@@ -564,10 +564,14 @@ void validate(const Config& c, bool check_files) {
              " must be >= 0");
   if (!check_files) return;
   OLMO_CHECK(!d.mix.empty(), at(c, "data.mix"), " must name a mix file");
-  try {
-    (void)training_paths(c);  // a named mix: the name known and every token file present
-  } catch (const Error& e) {
-    throw Error(cat(at(c, "data.mix"), ": ", e.what()));
+  if (data::looks_like_mix_name(d.mix)) {  // an OLMo-core mix: known, every token file there
+    try {
+      (void)data::named_mix_paths(d.mix, d.root, d.tokenizer);
+    } catch (const Error& e) {
+      throw Error(cat(at(c, "data.mix"), ": ", e.what()));
+    }
+  } else {
+    OLMO_CHECK(fs::exists(d.mix), at(c, "data.mix"), ": data mix file not found: ", d.mix);
   }
   for (auto& [label, p] : c.eval.sets)
     OLMO_CHECK(fs::exists(p), at(c, "eval.sets"), ": held-out set '", label, "' not found: ", p);

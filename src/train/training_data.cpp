@@ -23,14 +23,7 @@ NamedMixStatus named_mix_status(const Config& c) {
 std::vector<std::string> training_paths(const Config& c) {
   const std::string& m = c.data.mix;
   OLMO_CHECK(!m.empty(), "data.mix is empty: name a mix, a mix file, a directory or a file");
-  if (data::looks_like_mix_name(m)) {
-    NamedMixStatus s = named_mix_status(c);
-    const auto& n = s.census;
-    OLMO_CHECK(n.present == n.files, "data mix '", s.name, "': ", n.present, " of ", n.files,
-               " token files present under data.root '", c.data.root, "' (", n.tokens,
-               " tokens); first missing: ", n.first_missing);
-    return s.paths;
-  }
+  if (data::looks_like_mix_name(m)) return data::named_mix_paths(m, c.data.root, c.data.tokenizer);
   if (fs::path(m).extension() == ".mix" && !c.data.root.empty())
     return data::load_mix(m, c.data.root).paths;
   return eval::expand_token_paths(m);

@@ -1,7 +1,8 @@
 // Data-loader audit building blocks (src/audit): the ledger round trip, torn-tail recovery and
 // resume truncation; the per-step checks on a synthetic dataset, clean over two full epochs and
 // one finding per injected anomaly (gap, repeat, identical batch, skipped batch + never served,
-// wrong index, wrong tokens); the slicing rule against DataLoader's own rank slices (the loader is
+// wrong index, wrong tokens); the same on packed instances (clean; a document read at another
+// offset, a lost padding: re-read mismatches naming the packed documents); the slicing rule against DataLoader's own rank slices (the loader is
 // checked against OLMo-core elsewhere); unigram entropy against closed forms; contamination and
 // cross-entry duplicates on hand-made index files written by the real prepare path.
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "data/loader.h"
+#include "data/packed_dataset.h"
 #include "data/pcg64.h"
 #include "corpus/prepare.h"
 
@@ -215,6 +217,74 @@ TEST(Checks, EachAnomalyIsNamed) {
     ASSERT_EQ(kinds(f), (std::vector<std::string>{"never_served"}));
     EXPECT_NE(f[0].detail.find("4 instances of epoch 1"), std::string::npos) << f[0].detail;
   }
+}
+
+TEST(Checks, PackedInstancesCleanAndTheirDocumentsReRead) {
+  // Documents of 3..12 tokens (EOS 0) packed into T = 16: 8 instances per batch of 2 -> B = 2.
+  fs::path dir = tmpdir("packed");
+  std::string path = (dir / "part-00000.npy").string();
+  std::mt19937 g(11);
+  std::vector<uint32_t> v;
+  for (int d = 0; d < 40; ++d) {
+    int len = 3 + int(g() % 10);
+    for (int i = 0; i + 1 < len; ++i) v.push_back(2 + g() % 500);
+    v.push_back(0);
+  }
+  write_tokens(path, v);
+  data::PackedOptions o;
+  o.eos_id = 0;
+  o.pad_id = 1;
+  data::PackedFslDataset ds({path}, 16, 512, o);
+  const int64_t B = 2, T = 16, N = ds.size();
+  ASSERT_GE(N, 8);
+  auto rec = [&](int64_t step, int64_t e, int64_t b, std::vector<int32_t>& tok) {
+    auto ord = data::global_order(N, 5, e);
+    LedgerRecord r;
+    r.step = step, r.epoch = e, r.batch = b;
+    tok.assign(size_t(B * T), 0);
+    for (int k = 0; k < B; ++k) {
+      uint32_t idx = ord[size_t(b * B + k)];
+      r.indices.push_back(idx);
+      ds.read(idx, tok.data() + k * T);
+      r.row_hashes.push_back(row_hash(tok.data() + k * T, T));
+    }
+    r.content_hash = hash64(tok.data(), tok.size() * 4);
+    return r;
+  };
+  std::vector<int32_t> tok;
+  BatchAuditor live(ds, B, 5), offline(ds, B, 5);
+  int64_t step = 0;
+  for (int e = 1; e <= 2; ++e)
+    for (int64_t b = 0; b < N / B; ++b) {
+      LedgerRecord r = rec(++step, e, b, tok);
+      EXPECT_TRUE(live.observe(r, tok.data(), 0).empty()) << "step " << step;
+      EXPECT_TRUE(offline.observe(r, nullptr, 0).empty()) << "step " << step;
+    }
+  EXPECT_TRUE(live.finish().empty());
+  // Row 1's first document read one token later in the file (right index, plausible text).
+  {
+    BatchAuditor a(ds, B, 5), off(ds, B, 5);
+    LedgerRecord r = rec(1, 1, 0, tok);
+    auto docs = ds.instance_documents(r.indices[1]);
+    for (int64_t i = docs[0].start; i < docs[0].end; ++i)
+      tok[size_t(T + i - docs[0].start)] = int32_t(v[size_t(i + 1) % v.size()]);
+    r.row_hashes[1] = row_hash(tok.data() + T, T);
+    auto f = a.observe(r, tok.data(), 0);
+    ASSERT_EQ(kinds(f), (std::vector<std::string>{"reread_mismatch"}));
+    EXPECT_NE(f[0].detail.find("document"), std::string::npos) << f[0].detail;
+    EXPECT_NE(f[0].detail.find("part-00000.npy ["), std::string::npos) << f[0].detail;
+    EXPECT_EQ(kinds(off.observe(r, nullptr, 0)), (std::vector<std::string>{"reread_mismatch"}));
+  }
+  // A row whose padding was replaced by tokens (a loader that forgets the padding).
+  {
+    BatchAuditor a(ds, B, 5);
+    LedgerRecord r = rec(1, 1, 0, tok);
+    int64_t k = ds.label_length(r.indices[0]) < T ? 0 : 1;
+    ASSERT_LT(ds.label_length(r.indices[size_t(k)]), T);
+    tok[size_t(k * T + T - 1)] = 7;
+    EXPECT_EQ(kinds(a.observe(r, tok.data(), 0)), (std::vector<std::string>{"reread_mismatch"}));
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Checks, SlicePositionIsTheLoadersRankSlicing) {
