@@ -21,7 +21,7 @@ clean offline audit, a ledger equal to the numpy order over the packed instances
 clean when resumed in two pieces; each fault above is caught on a packed run with the same
 delay and causes as on the FSL run, and the offline audit exits 2 naming them.
 With mpirun installed, the same under 2 data-parallel ranks (rank 0 audits its slice): a clean
-run has no alarm, a stride fault is caught at its first step.
+run has no alarm, a stride fault is caught at its first step (on fsl and on packed instances).
 Also: a fault without allow_fault_injection is refused; a corrupt prepare index turns the audit
 off (logged) and the run completes; audit/compare of a dir missing records,
 a reference with another model config and a missing held-out set fail with clear errors; the
@@ -293,7 +293,11 @@ def main():
             for name, extra in (("mpi_clean", []),
                                 ("mpi_stride", ["data.inject_fault=stride",
                                                 "allow_fault_injection=true",
-                                                "data.fault_start_step=5"])):
+                                                "data.fault_start_step=5"]),
+                              ("mpi_packed_stride", ["data.dataset=packed_fsl",
+                                                     "data.inject_fault=stride",
+                                                     "allow_fault_injection=true",
+                                                     "data.fault_start_step=5"])):
                 run = os.path.join(root, name)
                 env = dict(os.environ)
                 env.pop("OMP_NUM_THREADS", None)
@@ -311,7 +315,8 @@ def main():
                 else:
                     assert a and min(x["step"] for x in a) == 5, a[:3]
                     assert {x["cause"] for x in a} == {"reread_mismatch"}, a[:3]
-            print("2 ranks: clean run 0 alarms; stride fault caught at its first step")
+            print("2 ranks: clean run 0 alarms; stride fault caught at its first step (fsl and "
+                  "packed)")
         else:
             print("SKIPPED: mpirun not found: the 2-rank audit check did not run")
         print("detection delays (steps from fault start to first alarm):", delays)
