@@ -2,7 +2,8 @@
 // check them against OLMo-core / numpy.
 //   olmo data global-indices --size N --seed S --epoch E [--no-shuffle] --out FILE
 //       the epoch order as raw little-endian uint32 (OLMo-core's global-indices file format)
-//   olmo data info FILES... | --mix FILE [--data-root DIR]  --seq-len T [--global-batch B]
+//   olmo data info FILES... | --mix FILE|NAME [--data-root DIR]  --seq-len T [--global-batch B]
+//       (--mix NAME: an OLMo-core mix by name under --data-root, every file present)
 //   olmo data batches FILES... | --mix ...  --seq-len T --global-batch B --seed S
 //       [--rank r --world W] [--no-shuffle] [--batches K | --epochs E] [--state-in FILE
 //       [--ignore-fingerprint] [--resume-batch B2]] [--state-out FILE] [--out-tokens FILE]
@@ -41,7 +42,12 @@ std::vector<std::string> dataset_paths(const Args& a) {
   std::vector<std::string> p(a.positional().begin() + 1, a.positional().end());
   if (a.has("--mix")) {
     OLMO_CHECK(p.empty(), "give token files or --mix, not both");
-    p = od::load_mix(a.get("--mix"), a.get("--data-root"), a.get("--tokenizer-id", "allenai/dolma3-tokenizer")).paths;
+    const std::string m = a.get("--mix");
+    p = od::looks_like_mix_name(m)  // an OLMo-core mix by name (needs --data-root)
+            ? od::named_mix_paths(m, a.get("--data-root"),
+                                  a.get("--tokenizer", "allenai/dolma2-tokenizer"))
+            : od::load_mix(m, a.get("--data-root"),
+                           a.get("--tokenizer-id", "allenai/dolma3-tokenizer")).paths;
   }
   OLMO_CHECK(!p.empty(), "no token files given (positional FILES or --mix FILE)");
   return p;
@@ -71,7 +77,8 @@ void write_raw(std::ofstream& f, const std::vector<int32_t>& v) {
 }
 
 int info(const Args& a) {
-  a.finish({"--mix", "--data-root", "--tokenizer-id", "--seq-len", "--global-batch", "--vocab",
+  a.finish({"--mix", "--data-root", "--tokenizer-id", "--tokenizer",
+            "--seq-len", "--global-batch", "--vocab",
             "--eos", "--pad"});
   od::FslDataset ds(dataset_paths(a), a.get_int("--seq-len", 8192),
                     static_cast<uint32_t>(a.get_int("--vocab", olmo::kDolma2VocabSize)), options(a));
@@ -83,7 +90,8 @@ int info(const Args& a) {
 }
 
 int batches(const Args& a) {
-  a.finish({"--mix", "--data-root", "--tokenizer-id", "--seq-len", "--global-batch", "--seed",
+  a.finish({"--mix", "--data-root", "--tokenizer-id", "--tokenizer",
+            "--seq-len", "--global-batch", "--seed",
             "--rank", "--world", "--no-shuffle", "--batches", "--epochs", "--state-in",
             "--ignore-fingerprint", "--resume-batch", "--state-out", "--out-tokens", "--out-jsonl",
             "--doc-lens", "--vocab", "--eos", "--pad"});
@@ -121,7 +129,8 @@ int batches(const Args& a) {
 }
 
 int eval(const Args& a) {
-  a.finish({"--mix", "--data-root", "--tokenizer-id", "--seq-len", "--out-tokens", "--out-targets",
+  a.finish({"--mix", "--data-root", "--tokenizer-id", "--tokenizer",
+            "--seq-len", "--out-tokens", "--out-targets",
             "--vocab", "--eos", "--pad"});
   od::EvalDataset ds(dataset_paths(a), a.get_int("--seq-len", 8192),
                      static_cast<uint32_t>(a.get_int("--vocab", olmo::kDolma2VocabSize)), options(a));

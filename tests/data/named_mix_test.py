@@ -98,6 +98,10 @@ def main():
         for i, p in enumerate(paths):
             os.makedirs(os.path.dirname(p), exist_ok=True)
             stream(64 * 8 * 5, 10 + i).tofile(p)
+        p = olmo("data", "info", "--mix", "OLMoE-mix-0824-dev", "--data-root", dev, "--seq-len",
+                 "64", "--vocab", "512", "--eos", "0", "--pad", "1")
+        check("files 4\ninstances 160\n" in p.stdout, "olmo data info --mix NAME: 4 files, 160 "
+              "instances")
         run = os.path.join(root, "run_dev")
         p = olmo("train", tiny_config(), "data.mix=OLMoE-mix-0824-dev", f"data.root={dev}",
                  f"trainer.run_dir={run}", "trainer.max_steps=3", "trainer.threads=1")
