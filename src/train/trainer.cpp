@@ -183,13 +183,6 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
 
 Trainer::~Trainer() = default;
 
-const data::FslDataset& Trainer::dataset() const {
-  const auto* f = dynamic_cast<const data::FslDataset*>(dataset_.get());
-  OLMO_CHECK(f, "config key 'data.dataset' = '", cfg_.data.dataset,
-             "': this tool needs fixed-length (fsl) instances");
-  return *f;
-}
-
 void Trainer::build_optimizer() {
   // Contiguous runs of tensors with the same decay: OLMo 3 = [embedding | everything else].
   std::vector<optim::ParamGroup> groups;

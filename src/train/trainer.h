@@ -133,10 +133,8 @@ class Trainer {
   optim::AdamW& optimizer() { return *adamw_; }
   optim::SkipStep& skip_step() { return *skip_; }
   data::DataLoader& loader() { return *loader_; }
-  // The training instances (fsl or packed_fsl), and the fixed-length view of them for the tools
-  // that need one (audits; throws for packed instances).
+  // The training instances (fsl or packed_fsl; the audits read both).
   const data::InstanceSource& instances() const { return *dataset_; }
-  const data::FslDataset& dataset() const;
   int64_t step() const { return step_; }
   int64_t tokens_seen() const { return tokens_seen_; }
   int64_t total_steps() const { return total_steps_; }   // this run stops here
