@@ -23,7 +23,7 @@
 #include "audit/ledger.h"
 #include "command.h"
 #include "core/error.h"
-#include "eval/lm_evaluator.h"
+#include "data/token_paths.h"
 #include "train/config.h"
 #include "train/model_setup.h"
 
@@ -54,12 +54,12 @@ int run_audit(int argc, char** argv) {
   std::vector<olmo::audit::Finding> findings;
   std::vector<std::string> notes;
   // The dataset as the run saw it.
-  const uint32_t V = uint32_t(olmo::train::model_config(c, true).vocab_size);
+  const uint32_t V = uint32_t(olmo::train::model_config(c).vocab_size);
   olmo::data::FslOptions opt;
   opt.eos_id = uint32_t(c.data.eos_id);
   opt.pad_id = uint32_t(c.data.pad_id);
   opt.validate = false;
-  std::vector<std::string> paths = olmo::eval::expand_token_paths(c.data.mix);
+  std::vector<std::string> paths = olmo::data::expand_token_paths(c.data.mix);
   olmo::data::FslDataset ds(paths, c.data.seq_len, V, opt);
 
   // Every step against the order.
@@ -134,7 +134,7 @@ int run_audit(int argc, char** argv) {
                     "`olmo prepare`): contamination not checked");
   } else {
     for (auto& [label, p] : sets)
-      for (auto& f : olmo::audit::check_contamination(idx, label, olmo::eval::expand_token_paths(p),
+      for (auto& f : olmo::audit::check_contamination(idx, label, olmo::data::expand_token_paths(p),
                                                       uint32_t(c.data.eos_id),
                                                       c.audit.ngram_threshold, size_t(1) << 20))
         findings.push_back(f);
