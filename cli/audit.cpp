@@ -16,7 +16,7 @@
 #include "audit/audit_run.h"
 #include "command.h"
 #include "core/error.h"
-#include "eval/lm_evaluator.h"
+#include "data/token_paths.h"
 #include "train/config.h"
 #include "train/model_setup.h"
 #include "train/training_data.h"
@@ -65,7 +65,7 @@ int run_audit(int argc, char** argv) {
 
   // The dataset as the run saw it (fsl or packed_fsl).
   olmo::data::DatasetSpec spec =
-      olmo::train::dataset_spec(c, uint32_t(olmo::train::model_config(c, true).vocab_size));
+      olmo::train::dataset_spec(c, uint32_t(olmo::train::model_config(c).vocab_size));
   spec.validate = false;
   auto ds = olmo::data::open_instance_source(spec);
   const auto sets = held_out_sets(c, a.get("--held-out"));
@@ -79,7 +79,7 @@ int run_audit(int argc, char** argv) {
   in.entropy_tol_bits = c.audit.entropy_tol_bits;
   in.top_share_tol = c.audit.top_share_tol;
   in.ngram_threshold = c.audit.ngram_threshold;
-  for (auto& [label, p] : sets) in.held_out[label] = olmo::eval::expand_token_paths(p);
+  for (auto& [label, p] : sets) in.held_out[label] = olmo::data::expand_token_paths(p);
   in.distribution = !a.has("--no-distribution");
   olmo::audit::AuditReport rep = olmo::audit::audit_run(in);
 

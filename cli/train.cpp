@@ -11,7 +11,6 @@
 #include "command.h"
 #include "core/error.h"
 #include "data/fsl_dataset.h"
-#include "eval/lm_evaluator.h"
 #include "model/flops.h"
 #include "train/callbacks.h"
 #include "train/config.h"
@@ -36,7 +35,7 @@ double gib(int64_t b) { return double(b) / double(1ll << 30); }
 void dry_run(const olmo::train::Config& c) {
   using namespace olmo;
   train::validate(c, false);
-  model::ModelConfig mc = train::model_config(c, /*allow_unsupported=*/true);
+  model::ModelConfig mc = train::model_config_for_this_cpu(c);
   std::printf("# resolved config (");
   for (size_t i = 0; i < c.files.size(); ++i) std::printf("%s%s", i ? " <- " : "", c.files[i].c_str());
   std::printf(")\n%s\n", train::to_yaml(c).c_str());

@@ -135,7 +135,7 @@ void GradReducer::add_micro_batch(const float* g) {
 }
 
 bool GradReducer::finish(const float* g, float* shard) {
-  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
+  const size_t W = layout_.world, S = bucket_;
   if (mode_ == ReduceMode::exact && W > 1 && local_) {
     // One integer reduce-scatter of the full local accumulators; each bucket of this rank's
     // shard is rounded to fp32 as it arrives.
@@ -159,7 +159,6 @@ bool GradReducer::finish(const float* g, float* shard) {
   } else if (W == 1) {
     if (shard != g) std::memcpy(shard, g, layout_.numel * sizeof(float));
   } else {
-    bool bad = false;
     bucketed_reduce_scatter<float>(
         Type::f32,
         [&](size_t k, float* st) {
@@ -172,8 +171,6 @@ bool GradReducer::finish(const float* g, float* shard) {
         [&](size_t k, const float* rv, size_t n) {
           std::memcpy(shard + k * S, rv, n * sizeof(float));
         });
-    (void)bad;
-    (void)me;
   }
   double t0 = now_seconds();
   const bool any_bad = comm_.any(bad_);

@@ -7,34 +7,18 @@
 
 #include "core/error.h"
 #include "core/timer.h"
-#include "data/mix.h"
+#include "data/token_paths.h"
 
 namespace fs = std::filesystem;
 
 namespace olmo::eval {
-
-std::vector<std::string> expand_token_paths(const std::string& path) {
-  OLMO_CHECK(fs::exists(path), "token data not found: ", path);
-  std::vector<std::string> out;
-  if (fs::is_directory(path)) {
-    for (auto& e : fs::directory_iterator(path))
-      if (e.is_regular_file() && e.path().extension() == ".npy") out.push_back(e.path().string());
-    std::sort(out.begin(), out.end());
-    OLMO_CHECK(!out.empty(), path, ": directory holds no .npy token files");
-  } else if (fs::path(path).extension() == ".mix") {
-    out = data::load_mix(path).paths;
-  } else {
-    out.push_back(path);
-  }
-  return out;
-}
 
 LmEvaluator::LmEvaluator(std::string label, const std::string& path, int64_t seq_len,
                          uint32_t vocab_size, data::FslOptions opt, int64_t max_instances,
                          int64_t batch_instances)
     : label_(std::move(label)), batch_(std::max<int64_t>(1, batch_instances)) {
   try {
-    ds_ = std::make_unique<data::EvalDataset>(expand_token_paths(path), seq_len, vocab_size, opt);
+    ds_ = std::make_unique<data::EvalDataset>(data::expand_token_paths(path), seq_len, vocab_size, opt);
   } catch (const Error& e) {
     throw Error(cat("held-out set '", label_, "': ", e.what()));
   }

@@ -25,9 +25,6 @@ struct EvalResult {
   double seconds = 0;
 };
 
-// A path naming token files: a .npy file, a directory (its *.npy, sorted), or a .mix file.
-std::vector<std::string> expand_token_paths(const std::string& path);
-
 class LmEvaluator {
  public:
   // max_instances 0 = all documents; batch_instances >= 1. Throws naming the set and path.

@@ -9,7 +9,7 @@
 #include "core/hash.h"
 #include "core/timer.h"
 #include "data/fault_inject.h"
-#include "eval/lm_evaluator.h"
+#include "data/token_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -86,7 +86,7 @@ void DataAudit::on_start(Trainer& t) {
       for (auto& [k, v] : c.validation.sets) sets[k] = v;
       std::vector<audit::Finding> found;
       for (auto& [label, p] : sets) {
-        auto f = audit::check_contamination(idx, label, eval::expand_token_paths(p),
+        auto f = audit::check_contamination(idx, label, data::expand_token_paths(p),
                                             uint32_t(c.data.eos_id), c.audit.ngram_threshold,
                                             size_t(1) << 20);
         contaminated += int64_t(f.size());

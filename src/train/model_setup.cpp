@@ -44,7 +44,7 @@ PrecisionChoice choose_precision(const Config& c) {
     }
     return r;
   }
-  // auto: decided once per process (every model_config() call agrees, one log line).
+  // auto: decided once per process (every model_config_for_this_cpu() call agrees, one log line).
   static std::mutex mu;
   static bool decided = false;
   static PrecisionChoice choice;
@@ -91,7 +91,7 @@ static int64_t llama_ffn(int64_t d) {
   return 256 * ((h + 255) / 256);
 }
 
-model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
+model::ModelConfig model_config(const Config& c) {
   const ModelSection& m = c.model;
   model::ModelConfig mc;
   bool from_preset = !m.preset.empty();
@@ -140,7 +140,6 @@ model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
   } else if (mc.n_layers != old_layers || mc.layer_window.empty()) {
     mc.layer_window = model::olmo3_layer_windows(mc.n_layers);
   }
-  (void)allow_unsupported;  // everything the config accepts is now computed by the model
   if (m.yarn_factor != 0) {
     OLMO_CHECK(m.yarn_factor > 1, "config key 'model.yarn_factor' = ", m.yarn_factor,
                " must be > 1 (or 0 for no YaRN)");
@@ -157,8 +156,15 @@ model::ModelConfig model_config(const Config& c, bool allow_unsupported) {
     mc.yarn.attention_factor = m.yarn_attention_factor;
     mc.yarn.variant = model::parse_yarn_variant(m.yarn_variant, "config key 'model.yarn_variant'");
   }
-  mc.precision = choose_precision(c).precision;
+  // As written; `auto` stays unresolved (fp32) here: model_config_for_this_cpu() decides it.
+  mc.precision = m.precision == "bf16_mixed" ? model::Precision::bf16_mixed : model::Precision::fp32;
   model::validate(mc, "config section 'model'");
+  return mc;
+}
+
+model::ModelConfig model_config_for_this_cpu(const Config& c) {
+  model::ModelConfig mc = model_config(c);
+  mc.precision = choose_precision(c).precision;
   return mc;
 }
 

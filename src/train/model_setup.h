@@ -3,8 +3,11 @@
 // per layer (-1 -> 0 = full causal; force_full_first/last), max_seq_len = data.seq_len.
 // Errors name the config key. model.yarn_* (stage 3) map onto ModelConfig::yarn (factor 0 =
 // none; factor <= 1 otherwise, or an old context longer than data.seq_len, is an error);
-// model.yarn_variant faithful | hf. allow_unsupported is kept for callers and has no effect.
-// model.precision (fp32 | bf16_mixed | auto) -> ModelConfig::precision via choose_precision().
+// model.yarn_variant faithful | hf.
+// Hardware-independent: model_config() never probes the CPU. ModelConfig::precision is
+// model.precision as written (fp32 | bf16_mixed), with `auto` left as fp32 (unresolved): what
+// reads weights, counts parameters or exports needs no more. Commands that train or benchmark
+// call model_config_for_this_cpu(), the one place precision is decided (choose_precision).
 #pragma once
 #include <string>
 #include <vector>
@@ -14,7 +17,11 @@
 
 namespace olmo::train {
 
-model::ModelConfig model_config(const Config& c, bool allow_unsupported = false);
+model::ModelConfig model_config(const Config& c);
+
+// model_config(c) with ModelConfig::precision = choose_precision(c).precision (may run the GEMM
+// probe; throws on bf16_mixed where bf16 is unusable).
+model::ModelConfig model_config_for_this_cpu(const Config& c);
 
 // The key=value overrides that express `mc` in the YAML `model:` section (plus data.seq_len for
 // max_seq_len and the top-level name): model_config() of a config with them applied gives `mc`

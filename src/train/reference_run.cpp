@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "data/fsl_dataset.h"
-#include "eval/lm_evaluator.h"
+#include "data/token_paths.h"
 #include "train/validation.h"
 
 namespace fs = std::filesystem;
@@ -153,7 +153,7 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
   opt.eos_id = uint32_t(ours.data.eos_id);
   opt.pad_id = uint32_t(ours.data.pad_id);
   opt.validate = false;
-  data::FslDataset ds(eval::expand_token_paths(ours.data.mix), ours.data.seq_len,
+  data::FslDataset ds(data::expand_token_paths(ours.data.mix), ours.data.seq_len,
                       uint32_t(ours.model.vocab_size), opt);
 
   auto fail = [&](int64_t s, const std::string& q, const std::string& a, const std::string& b,

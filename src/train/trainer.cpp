@@ -18,7 +18,6 @@
 #include "core/timer.h"
 #include "dist/fixed_point.h"
 #include "data/mix.h"
-#include "eval/lm_evaluator.h"
 #include "kernels/peak.h"
 #include "model/flops.h"
 #include "model/hf_io.h"
@@ -62,7 +61,7 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   cfg_.data.processes = world_;
   const int threads = cfg_.trainer.threads > 0 ? int(cfg_.trainer.threads) : default_threads(world_);
   if (threads > 0) omp_set_num_threads(threads);
-  model::ModelConfig mc = model_config(cfg_);
+  model::ModelConfig mc = model_config_for_this_cpu(cfg_);
   // precision: auto is probed in each process; all ranks must run one precision (the reduction
   // and the trajectory assume it), so bf16_mixed only where every rank chose it.
   if (world_ > 1 && cfg_.model.precision == "auto") {

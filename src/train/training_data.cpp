@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "data/mix.h"
-#include "eval/lm_evaluator.h"
+#include "data/token_paths.h"
 
 namespace fs = std::filesystem;
 
@@ -26,7 +26,7 @@ std::vector<std::string> training_paths(const Config& c) {
   if (data::looks_like_mix_name(m)) return data::named_mix_paths(m, c.data.root, c.data.tokenizer);
   if (fs::path(m).extension() == ".mix" && !c.data.root.empty())
     return data::load_mix(m, c.data.root).paths;
-  return eval::expand_token_paths(m);
+  return data::expand_token_paths(m);
 }
 
 data::DatasetSpec dataset_spec(const Config& c, uint32_t vocab_size) {

@@ -10,6 +10,7 @@
 #include "core/file_io.h"
 #include "core/timer.h"
 #include "data/eval_dataset.h"
+#include "data/token_paths.h"
 #include "train/audit_callback.h"
 
 namespace fs = std::filesystem;
@@ -130,7 +131,7 @@ void Validation::on_start(Trainer& t) {
                                                         c.validation.max_instances,
                                                         c.eval.batch_instances));
   // The fixed validation batch: the first documents of the first set.
-  data::EvalDataset ds(eval::expand_token_paths(sets.begin()->second), c.data.seq_len, V, opt);
+  data::EvalDataset ds(data::expand_token_paths(sets.begin()->second), c.data.seq_len, V, opt);
   audit::TokenHistogram h(V);
   std::vector<int32_t> ids(size_t(c.data.seq_len));
   for (int64_t i = 0; i < std::min(ds.size(), c.validation.entropy_instances); ++i) {

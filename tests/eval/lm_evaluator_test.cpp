@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "data/eval_dataset.h"
+#include "data/token_paths.h"
 #include "eval/lm_evaluator.h"
 #include "model/config.h"
 #include "model/olmo3.h"
@@ -83,7 +84,7 @@ TEST(LmEvaluator, EqualsFullLengthPaddedReference) {
     EXPECT_NEAR(r.ppl, std::exp(ce / double(count)), 1e-5 * r.ppl);
   }
   std::ofstream(dir / "v.mix") << "v,part-0.npy\n";
-  EXPECT_EQ(eval::expand_token_paths((dir / "v.mix").string()).size(), 1u);
+  EXPECT_EQ(data::expand_token_paths((dir / "v.mix").string()).size(), 1u);
   eval::LmEvaluator capped("set", file.string(), T, 128, opts(), 3, 2);
   EXPECT_EQ(capped.run(m).instances, 3);
   try {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <functional>
 
 #include <filesystem>
@@ -218,4 +219,22 @@ TEST(Config, YarnAndPackedBadInput) {
     validate(load_config(src("configs/tiny.yaml"), {"data.dataset=packed_fsl", "data.eos_id=-1"}),
              false);
   }, {"data.eos_id", "packed instances", "need an EOS id"});
+}
+
+// model_config() is hardware-independent: it never runs the precision decision (so `olmo audit`,
+// export and import never probe the CPU or fail on bf16 just to read the architecture); the
+// commands that train call model_config_for_this_cpu(), which does. An invalid probe switch makes
+// any probe throw, so a probe hidden in model_config() would fail the first expectation.
+TEST(Config, ModelConfigNeverProbesTheCpu) {
+  Config c = load_config(src("configs/tiny.yaml"), {"model.precision=auto"});
+  setenv("OLMO_TEST_PRECISION_PROBE", "not-a-choice", 1);
+  setenv("OLMO_BF16", "emulate", 1);
+  olmo::model::ModelConfig mc;
+  EXPECT_NO_THROW(mc = model_config(c));
+  EXPECT_EQ(mc.precision, olmo::model::Precision::fp32);  // auto: unresolved
+  expect_error([&] { model_config_for_this_cpu(c); }, {"OLMO_TEST_PRECISION_PROBE"});
+  unsetenv("OLMO_TEST_PRECISION_PROBE");
+  Config b = load_config(src("configs/tiny.yaml"), {"model.precision=bf16_mixed"});
+  EXPECT_EQ(model_config(b).precision, olmo::model::Precision::bf16_mixed);  // as written
+  unsetenv("OLMO_BF16");
 }
