@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "launch/process.h"
@@ -103,26 +105,55 @@ bool is_local_host(const std::string& name) {
   return ::gethostname(buf, sizeof buf - 1) == 0 && name == buf;
 }
 
-std::string probe_host(const std::string& agent, const std::string& host, double timeout_s) {
-  if (is_local_host(host)) return "";
-  std::vector<std::string> argv = split_words(agent);
-  argv.push_back(host);
+Probe::Probe(const std::string& agent, std::string host, double timeout_s)
+    : agent_(agent), host_(std::move(host)), timeout_s_(timeout_s) {
+  if (is_local_host(host_)) return;
+  std::vector<std::string> argv = split_words(agent_);
+  argv.push_back(host_);
   argv.push_back("true");
-  std::string out;
-  bool timed_out = false;
-  ExitStatus st;
   try {
-    st = run_captured(argv, timeout_s, &out, &timed_out);
+    run_ = std::make_unique<CapturedRun>(argv, timeout_s);
   } catch (const Error& e) {
-    return e.what();
+    why_ = e.what();
   }
-  if (timed_out) return cat("no answer from '", agent, " ", host, " true' within ", timeout_s, " s");
-  if (st.ok()) return "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  const size_t nl = out.rfind('\n');
-  if (nl != std::string::npos) out = out.substr(nl + 1);  // the last line says why
-  return cat("'", agent, " ", host, " true' failed (", st.describe(), ")",
-             out.empty() ? std::string() : ": " + out);
+}
+
+Probe::~Probe() = default;
+
+bool Probe::poll() {
+  if (!run_) return true;
+  if (!run_->poll()) return false;
+  const ExitStatus& st = run_->status();
+  if (run_->timed_out()) {
+    why_ = cat("no answer from '", agent_, " ", host_, " true' within ", timeout_s_, " s");
+  } else if (!st.ok()) {
+    std::string out = run_->output();
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    const size_t nl = out.rfind('\n');
+    if (nl != std::string::npos) out = out.substr(nl + 1);  // the last line says why
+    why_ = cat("'", agent_, " ", host_, " true' failed (", st.describe(), ")",
+               out.empty() ? std::string() : ": " + out);
+  }
+  run_.reset();
+  return true;
+}
+
+std::string probe_host(const std::string& agent, const std::string& host, double timeout_s) {
+  return probe_hosts(agent, {{host, 1}}, timeout_s)[0];
+}
+
+std::vector<std::string> probe_hosts(const std::string& agent, const std::vector<Host>& hosts,
+                                     double timeout_s) {
+  std::vector<std::unique_ptr<Probe>> probes;
+  for (const Host& h : hosts) probes.push_back(std::make_unique<Probe>(agent, h.name, timeout_s));
+  for (bool all = false; !all;) {
+    all = true;
+    for (auto& p : probes) all = p->poll() && all;
+    if (!all) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::vector<std::string> why;
+  for (auto& p : probes) why.push_back(p->why());
+  return why;
 }
 
 int choose_world(int slots, int64_t micro_batches, int64_t instances) {

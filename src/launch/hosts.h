@@ -6,10 +6,13 @@
 // list or file and the entry.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace olmo::launch {
+
+class CapturedRun;
 
 struct Host {
   std::string name;
@@ -26,9 +29,26 @@ std::string host_list_string(const std::vector<Host>& hosts);
 int total_slots(const std::vector<Host>& hosts);
 bool is_local_host(const std::string& name);
 
-// Runs `agent HOST true` (agent: the remote shell command, split on spaces) within timeout_s.
-// Returns "" when the host answered, else why not (the agent's message or the timeout).
+// A reachability probe: `agent HOST true` (agent: the remote shell command, split on spaces)
+// within timeout_s, in the background (poll() never blocks). Local hosts answer at once.
+class Probe {
+ public:
+  Probe(const std::string& agent, std::string host, double timeout_s);
+  ~Probe();
+  bool poll();                               // true once the answer is known
+  const std::string& host() const { return host_; }
+  const std::string& why() const { return why_; }  // "" = reachable, else why not
+
+ private:
+  std::string agent_, host_, why_;
+  double timeout_s_;
+  std::unique_ptr<CapturedRun> run_;
+};
+// Blocking: "" when the host answered, else why not (the agent's message or the timeout).
 std::string probe_host(const std::string& agent, const std::string& host, double timeout_s);
+// Blocking, all hosts probed side by side: why[i] for hosts[i].
+std::vector<std::string> probe_hosts(const std::string& agent, const std::vector<Host>& hosts,
+                                     double timeout_s);
 
 // The largest world size W <= slots that divides the micro-batches of a step and is at most the
 // instances of a global batch (every rank runs whole micro-batches); 0 when none (slots < 1).

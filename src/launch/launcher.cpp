@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -51,6 +52,8 @@ class Launcher {
   std::vector<Host> configured();
   // Hosts that answer (those named in `trusted` are not probed: they run the job now).
   std::vector<Host> available(const std::vector<std::string>& trusted, bool log);
+  std::vector<Host> sort_answers(const std::vector<Host>& all, const std::vector<Host>& probed,
+                                 const std::vector<std::string>& whys, bool log);
   int world_for(const std::vector<Host>& avail, bool log, const std::string& when);
   void wait_lock(double wait_s);
   std::vector<std::string> job_argv(const std::vector<Host>& hosts, int world) const;
@@ -116,11 +119,24 @@ std::vector<Host> Launcher::configured() {
 }
 
 std::vector<Host> Launcher::available(const std::vector<std::string>& trusted, bool log) {
+  const std::vector<Host> all = configured();
+  std::vector<Host> probed;
+  for (const Host& h : all)
+    if (std::find(trusted.begin(), trusted.end(), h.name) == trusted.end()) probed.push_back(h);
+  const std::vector<std::string> whys = probe_hosts(agent_, probed, o_.probe_timeout_s);
+  return sort_answers(all, probed, whys, log);
+}
+
+// The configured hosts minus those whose probe failed (probed[i] answered whys[i]).
+std::vector<Host> Launcher::sort_answers(const std::vector<Host>& all,
+                                         const std::vector<Host>& probed,
+                                         const std::vector<std::string>& whys, bool log) {
   std::vector<Host> out;
   lost_.clear();
-  for (const Host& h : configured()) {
-    const bool skip = std::find(trusted.begin(), trusted.end(), h.name) != trusted.end();
-    const std::string why = skip ? "" : probe_host(agent_, h.name, o_.probe_timeout_s);
+  for (const Host& h : all) {
+    std::string why;
+    for (size_t i = 0; i < probed.size(); ++i)
+      if (probed[i].name == h.name) why = whys[i];
     if (why.empty()) {
       out.push_back(h);
     } else {
@@ -221,6 +237,9 @@ int Launcher::run() {
     bool resumed = false;
     int pending = 0;  // world size of a requested resize (0: none)
     double last_probe = wall_s();
+    bool probing = false;
+    std::vector<std::unique_ptr<Probe>> round;  // background probes in flight
+    std::vector<Host> round_all, round_hosts;
     ExitStatus st;
     while (!job.poll(&st)) {
       if (g_signal) {
@@ -240,20 +259,40 @@ int Launcher::run() {
         }
         event("running", j);
       }
-      if (wall_s() - last_probe >= o_.probe_interval_s && save_interval_ > 0) {
-        const std::vector<Host> now = available(in_use, false);
-        const int target = choose_world(total_slots(now), micro_batches_, instances_);
-        if (target != world && target >= o_.min_np && target != pending) {
-          write_file_atomic(request_, cat(target, "\n"));
-          pending = target;
-          event("resize_request", {{"from", world}, {"to", target}, {"step", watch.last_step()},
-                                   {"slots", total_slots(now)}, {"hosts", host_list_string(now)}});
-        } else if (pending && target == world) {
-          fs::remove(request_, ec);
-          event("resize_cancel", {{"world", world}, {"step", watch.last_step()}});
-          pending = 0;
+      // Slots while the job runs: the hosts not in use are probed in the background (the
+      // job is still watched meanwhile); the answers decide whether to resize.
+      if (!probing && wall_s() - last_probe >= o_.probe_interval_s && save_interval_ > 0) {
+        probing = true;
+        round_all = configured();
+        round_hosts.clear();
+        for (const Host& h : round_all)
+          if (std::find(in_use.begin(), in_use.end(), h.name) == in_use.end()) {
+            round_hosts.push_back(h);
+            round.push_back(std::make_unique<Probe>(agent_, h.name, o_.probe_timeout_s));
+          }
+      }
+      if (probing) {
+        bool all = true;
+        for (auto& p : round) all = p->poll() && all;
+        if (all) {
+          std::vector<std::string> whys;
+          for (auto& p : round) whys.push_back(p->why());
+          round.clear();
+          probing = false;
+          last_probe = wall_s();
+          const std::vector<Host> now = sort_answers(round_all, round_hosts, whys, false);
+          const int target = choose_world(total_slots(now), micro_batches_, instances_);
+          if (target != world && target >= o_.min_np && target != pending) {
+            write_file_atomic(request_, cat(target, "\n"));
+            pending = target;
+            event("resize_request", {{"from", world}, {"to", target}, {"step", watch.last_step()},
+                                     {"slots", total_slots(now)}, {"hosts", host_list_string(now)}});
+          } else if (pending && target == world) {
+            fs::remove(request_, ec);
+            event("resize_cancel", {{"world", world}, {"step", watch.last_step()}});
+            pending = 0;
+          }
         }
-        last_probe = wall_s();
       }
       sleep_s(o_.poll_s);
     }

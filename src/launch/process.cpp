@@ -134,36 +134,50 @@ ExitStatus Child::stop(double grace_s) {
   return status_;
 }
 
-ExitStatus run_captured(const std::vector<std::string>& argv, double timeout_s, std::string* out,
-                        bool* timed_out) {
+CapturedRun::CapturedRun(const std::vector<std::string>& argv, double timeout_s)
+    : timeout_s_(timeout_s) {
   int fds[2];
   OLMO_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "launch: pipe: ", std::strerror(errno));
-  ExitStatus st;
-  *timed_out = false;
-  out->clear();
-  {
-    Child c(argv, {}, /*own_group=*/true, fds[1]);
+  try {
+    child_ = std::make_unique<Child>(argv, std::vector<std::string>{}, /*own_group=*/true, fds[1]);
+  } catch (...) {
+    ::close(fds[0]);
     ::close(fds[1]);
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    const double t0 = now_s();
-    char buf[4096];
-    for (;;) {
-      for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-        if (out->size() < 65536) out->append(buf, size_t(n));
-      if (c.poll(&st)) break;
-      if (now_s() - t0 > timeout_s) {
-        *timed_out = true;
-        ::kill(-c.pid(), SIGKILL);
-        st = c.stop(1.0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-      if (out->size() < 65536) out->append(buf, size_t(n));
+    throw;
   }
-  ::close(fds[0]);
-  return st;
+  ::close(fds[1]);
+  fd_ = fds[0];
+  ::fcntl(fd_, F_SETFL, O_NONBLOCK);
+  t0_ = now_s();
+}
+
+CapturedRun::~CapturedRun() {
+  if (child_ && !done_) {
+    ::kill(-child_->pid(), SIGKILL);
+    child_->stop(1.0);
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CapturedRun::drain() {
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd_, buf, sizeof buf)) > 0;)
+    if (out_.size() < 65536) out_.append(buf, size_t(n));
+}
+
+bool CapturedRun::poll() {
+  if (done_) return true;
+  drain();
+  if (child_->poll(&status_)) {
+    drain();
+    done_ = true;
+  } else if (now_s() - t0_ > timeout_s_) {
+    timed_out_ = true;
+    ::kill(-child_->pid(), SIGKILL);  // the agent and whatever it started
+    status_ = child_->stop(1.0);
+    done_ = true;
+  }
+  return done_;
 }
 
 }  // namespace olmo::launch

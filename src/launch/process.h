@@ -7,6 +7,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,29 @@ class Child {
   ExitStatus status_;
 };
 
-// Runs argv with a time limit; `out` gets its stdout and stderr (at most 64 KiB). Returns the
-// status; on timeout the process group is killed and timed_out is set.
-ExitStatus run_captured(const std::vector<std::string>& argv, double timeout_s, std::string* out,
-                        bool* timed_out);
+// argv run with a time limit in its own process group, its stdout and stderr captured (at most
+// 64 KiB); poll() never blocks, so several run side by side (host probes). On timeout the
+// whole group is killed.
+class CapturedRun {
+ public:
+  CapturedRun(const std::vector<std::string>& argv, double timeout_s);
+  ~CapturedRun();
+  CapturedRun(const CapturedRun&) = delete;
+  CapturedRun& operator=(const CapturedRun&) = delete;
+  bool poll();  // true once it ended or timed out
+  const ExitStatus& status() const { return status_; }
+  bool timed_out() const { return timed_out_; }
+  const std::string& output() const { return out_; }
+
+ private:
+  void drain();
+  std::unique_ptr<Child> child_;
+  int fd_ = -1;
+  double t0_ = 0, timeout_s_ = 0;
+  bool done_ = false, timed_out_ = false;
+  ExitStatus status_;
+  std::string out_;
+};
 
 // Whitespace-separated words of a command line ("ssh -o BatchMode=yes" -> 3 words); no quoting.
 std::vector<std::string> split_words(const std::string& s);

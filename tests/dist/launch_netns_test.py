@@ -1,11 +1,12 @@
 """Multi-host for real (issue 21, item 3): two "hosts" are network namespaces on this machine
-(2 slots each), joined to the root namespace by veth pairs on a bridge; mpirun (root namespace)
-reaches them through a remote shell that runs `ip netns exec HOST sh -c CMD` when the host's
-link is up and fails like ssh ("No route to host") when it is down; OpenMPI talks over TCP only
+(2 slots each), joined to the root namespace by veth pairs on a bridge, each running a stand-in
+sshd (a TCP listener on port 22); mpirun (root namespace) reaches them through a remote shell
+that connects to HOST:22 over the bridge (failing like ssh when that fails) and then runs
+`ip netns exec HOST sh -c CMD`; OpenMPI talks over TCP only
 (btl tcp,self: no shared memory, across hosts or within one). Under `olmo launch --hosts`:
-  1. kill -9 every process of host 2 in the middle of a step (its link down: the host is lost):
+  1. kill -9 every process of host 2 (its sshd too) in the middle of a step, its link down:
      the launcher shrinks 4 -> 2 processes on host 1 and goes on from the newest checkpoint;
-  2. host 2 comes back (link up): the launcher grows to 4 at the next checkpoint;
+  2. host 2 comes back (link up, sshd restarted): the launcher grows to 4 at the next checkpoint;
   3. kill -9 every process of host 1 while a checkpoint is being written (a stepN-tmp dir
      exists, the kill lands before its commit), link down: shrink to 2 on host 2, resume from
      the checkpoint before;
@@ -13,7 +14,7 @@ and the run finishes bitwise equal to a run that never lost a host (a one-proces
 with dist.reduce=exact every world size gives the same bits): every tensor, every state
 section, every per-step record, `olmo ckpt verify`. The namespaces, veths and bridge are
 removed on every exit (also on failure or SIGTERM). Skips (exit 77) where network namespaces
-cannot be created. Env: OLMO_BIN, OLMO_MPIRUN.
+cannot be created. Env: OLMO_BIN, OLMO_MPIRUN; OLMO_LAUNCH_LOG=FILE keeps the launcher's output.
 """
 import os
 import shutil
@@ -65,6 +66,24 @@ class Hosts:
             for c in (["addr", "add", f"{ip}/24", "dev", "eth0"], ["link", "set", "eth0", "up"],
                       ["link", "set", "lo", "up"]):
                 sh(IP, "netns", "exec", ns, IP, *c)
+        for i in range(len(self.ns)):
+            self.sshd(i)
+
+    def sshd(self, i):
+        """A stand-in sshd in host i: accepts TCP connections on port 22 (the agent's probe)."""
+        code = ("import socket\ns = socket.socket()\n"
+                "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                "s.bind(('0.0.0.0', 22))\ns.listen(64)\n"
+                "while True:\n    s.accept()[0].close()\n")
+        subprocess.Popen([IP, "netns", "exec", self.ns[i], sys.executable, "-c", code],
+                         start_new_session=True)
+        t0 = time.time()
+        while time.time() - t0 < 10:
+            tcp = sh(IP, "netns", "exec", self.ns[i], "cat", "/proc/net/tcp", check=False).stdout
+            if ":0016 " in tcp:  # listening on port 22
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"the stand-in sshd of {self.ns[i]} did not start")
 
     def kill_host(self, i):
         """kill -9 every process in host i's namespace; its link down (the host is lost)."""
@@ -77,8 +96,9 @@ class Hosts:
         sh(IP, "link", "set", self.veth[i], "down")
         return pids
 
-    def link_up(self, i):
+    def back(self, i):
         sh(IP, "link", "set", self.veth[i], "up")
+        self.sshd(i)
 
     def down(self):
         for ns in self.ns:
@@ -104,8 +124,8 @@ host=$1; shift
 case $host in
 {cases}  *) echo "ssh: Could not resolve hostname $host" >&2; exit 255 ;;
 esac
-if [ "$({IP} netns exec $ns cat /sys/class/net/eth0/operstate 2>/dev/null)" != up ]; then
-  echo "ssh: connect to host $host port 22: No route to host" >&2
+if ! timeout 2 bash -c "exec 3<>/dev/tcp/$host/22" 2>/dev/null; then
+  echo "ssh: connect to host $host port 22: Connection failed" >&2
   exit 255
 fi
 exec {IP} netns exec $ns /bin/sh -c "$*"
@@ -157,7 +177,7 @@ def main():
                   f"{down_s:.2f} s later", flush=True)
             lu.wait_for(lambda: len(lu.events(run, "launch")) == 2, 60, "the relaunch", proc)
             lu.wait_for(lambda: lu.last_train_step(run) >= 9, 120, "step 9", proc)
-            hosts.link_up(1)
+            hosts.back(1)
             lu.wait_for(lambda: len(lu.events(run, "launch")) == 3, 120, "the grow", proc)
             print("host 2 back:", lu.events(run, "resize")[-1], flush=True)
             # Mid-checkpoint: the step-S record, then stepS-tmp appears; kill host 1 at once.
@@ -181,6 +201,8 @@ def main():
                 proc.wait()
             log.close()
         out = open(os.path.join(tmp, "launch.log")).read()
+        if os.environ.get("OLMO_LAUNCH_LOG"):  # a copy of the launcher's output (README)
+            shutil.copy(os.path.join(tmp, "launch.log"), os.environ["OLMO_LAUNCH_LOG"])
         if proc.returncode != 0:
             fails.append(f"launcher exit {proc.returncode}:\n{out[-3000:]}")
         launches = [(e["world"], e["hosts"]) for e in lu.events(run, "launch")]
