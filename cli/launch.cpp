@@ -42,12 +42,13 @@ int run_launch(int argc, char** argv) {
         "  --rsh-agent CMD        remote shell for probes and mpirun's plm_rsh_agent (default ssh)\n"
         "  --mpirun PATH          (default mpirun)\n"
         "  --mpi-args 'ARGS'      extra mpirun arguments, space-separated\n"
+        "  --stall-timeout S      stop a job without a new step for S seconds: a failure (0: off)\n"
         "  --poll S, --probe-interval S, --probe-timeout S, --lock-wait S   (0.2, 5, 10, 30)\n");
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--np", "--hosts", "--hostfile", "--min-np", "--max-failures", "--rsh-agent",
             "--mpirun", "--mpi-args", "--poll", "--probe-interval", "--probe-timeout",
-            "--lock-wait"});
+            "--lock-wait", "--stall-timeout"});
   launch::LaunchOptions o;
   o.config = a.positional()[0];
   o.overrides.assign(a.positional().begin() + 1, a.positional().end());
@@ -63,6 +64,7 @@ int run_launch(int argc, char** argv) {
   o.probe_interval_s = a.get_double("--probe-interval", o.probe_interval_s);
   o.probe_timeout_s = a.get_double("--probe-timeout", o.probe_timeout_s);
   o.lock_wait_s = a.get_double("--lock-wait", o.lock_wait_s);
+  o.stall_timeout_s = a.get_double("--stall-timeout", o.stall_timeout_s);
   o.olmo_exe = self_exe();
   return launch::run_launcher(o);
 }

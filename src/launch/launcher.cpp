@@ -234,7 +234,9 @@ int Launcher::run() {
     const double t_launch = wall_s();
     Child job(job_argv(use, world),
               {"OLMO_RESIZE_REQUEST=" + request_, "OLMO_LAUNCH_JOB=" + std::to_string(attempt)});
-    bool resumed = false;
+    bool resumed = false, stalled = false;
+    int64_t progress_step = -1;
+    double t_progress = t_launch;
     int pending = 0;  // world size of a requested resize (0: none)
     double last_probe = wall_s();
     bool probing = false;
@@ -249,6 +251,21 @@ int Launcher::run() {
         throw Error(cat("interrupted by signal ", s, " (", strsignal(s), "); the job was stopped"));
       }
       watch.poll();
+      if (watch.last_step() != progress_step) {
+        progress_step = watch.last_step();
+        t_progress = wall_s();
+      }
+      if (o_.stall_timeout_s > 0 && wall_s() - t_progress > o_.stall_timeout_s && !stalled) {
+        // A hung job (a host cut off without its processes dying, a frozen rank): stopped and
+        // counted as a failure like a dead one.
+        stalled = true;
+        event("stalled", {{"attempt", attempt}, {"world", world}, {"step", watch.last_step()},
+                          {"seconds", wall_s() - t_progress}});
+        note(cat("job ", attempt, " made no progress for ", o_.stall_timeout_s,
+                 " s (--stall-timeout) after step ", watch.last_step(), ": stopping it"));
+        job.stop(10.0);
+        continue;
+      }
       if (!resumed && watch.started() && watch.last_step() > watch.start_step()) {
         resumed = true;
         json j = {{"attempt", attempt}, {"world", world}, {"step", watch.start_step()},
@@ -299,6 +316,7 @@ int Launcher::run() {
     watch.poll();
     t_down = wall_s();
     const std::vector<double>& saves = watch.save_seconds();
+    if (stalled) st = ExitStatus{};  // whatever mpirun said when stopped: a failure
     if (st.ok() && fs::exists(request_ + ".done", ec)) {
       const int64_t step = std::stoll(read_file(request_ + ".done"));
       avail = available({}, true);
@@ -324,7 +342,8 @@ int Launcher::run() {
     ++failures;
     const int64_t ck = newest_checkpoint(run_dir_);
     const int64_t last = watch.last_step();
-    event("failure", {{"attempt", attempt}, {"world", world}, {"status", st.describe()},
+    event("failure", {{"attempt", attempt}, {"world", world},
+                      {"status", stalled ? std::string("stalled") : st.describe()},
                       {"last_step", last}, {"checkpoint_step", ck},
                       {"lost_steps", std::max<int64_t>(0, last - std::max<int64_t>(ck, 0))},
                       {"failures", failures}, {"max_failures", o_.max_failures}});

@@ -12,6 +12,8 @@
 //   * every launch, failure and resize is one JSON line in RUN_DIR/launch.jsonl (and on stdout):
 //     {"event":"resize","step":N,"from":W0,"to":W1,"reason":...}, with restart latencies and
 //     lost steps;
+//   * a job that makes no progress for stall_timeout_s (a hung host or rank) is stopped and
+//     counts as failed;
 //   * it stops with an error after max_failures failed jobs, when the slots fall below min_np,
 //     or when the run dir is locked by a live job.
 // With dist.reduce=exact every world size computes the same bits, so a run that was resized
@@ -38,6 +40,9 @@ struct LaunchOptions {
   double probe_interval_s = 5;        // re-probing lost hosts / re-reading the hostfile
   double probe_timeout_s = 10;
   double lock_wait_s = 30;            // a relaunch waits this long for the old job's lock
+  // A job without a new train record for this long is stopped and counted as failed (a host
+  // cut off without its processes dying never ends the job by itself); 0 = never.
+  double stall_timeout_s = 0;
 };
 
 // Runs until the training run finishes (returns 0). Throws olmo::Error with the reason when it

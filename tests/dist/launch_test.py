@@ -8,7 +8,9 @@
    slots and the newest complete checkpoint;
 4. a job that keeps failing (every job dies in step 3, OLMO_TEST_KILL): stops after
    --max-failures with an error naming the failures and the newest checkpoint;
-5. a run dir locked by a live job: refused at once, naming the holder's pid, nothing launched;
+5. a hung job (rank 1 frozen by SIGSTOP in step 4: no progress, no exit): stopped after
+   --stall-timeout, counted as a failure, relaunched, and the run finishes;
+6. a run dir locked by a live job: refused at once, naming the holder's pid, nothing launched;
    a config pinning data.processes: refused.
 Env: OLMO_BIN, OLMO_MPIRUN. Exit 0 = pass.
 """
@@ -141,7 +143,35 @@ def main():
         check(len(lu.events(run, "failure")) == 2, f"max failures: {lu.events(run, 'failure')}")
         print("a job failing every time, --max-failures 2:", err.strip(), flush=True)
 
-        # 5. a locked run dir; data.processes pinned
+        # 5. a hung job
+        run = os.path.join(tmp, "hung")
+        proc, log = lu.start(["--np", "2", "--stall-timeout", "3", *base, du.td.tiny_config(),
+                              *lu.overrides(data, run, 8)], os.path.join(tmp, "hung.log"))
+        frozen = None
+        try:
+            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
+            frozen = lu.rank_pids(run)[1]
+            os.kill(frozen, signal.SIGSTOP)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+            if frozen:
+                try:
+                    os.kill(frozen, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        out = open(os.path.join(tmp, "hung.log")).read()
+        st = lu.events(run, "stalled")
+        check(proc.returncode == 0 and len(st) == 1 and
+              [e["status"] for e in lu.events(run, "failure")] == ["stalled"] and
+              os.path.isdir(os.path.join(run, "step8")),
+              f"hung job: rc {proc.returncode}, stalled {st}: {out[-1500:]}")
+        print("hung job:", first_line(out, "made no progress").strip(), "-> relaunched, finished",
+              flush=True)
+
+        # 6. a locked run dir; data.processes pinned
         run = os.path.join(tmp, "locked")
         os.makedirs(run)
         with open(os.path.join(run, ".lock"), "w") as lock:
