@@ -15,6 +15,7 @@
 #include "train/callbacks.h"
 #include "train/config.h"
 #include "train/model_setup.h"
+#include "train/resize_stop.h"
 #include "train/trainer.h"
 #include "train/training_data.h"
 
@@ -160,7 +161,15 @@ int run_train(int argc, char** argv) {
   }
   train::Trainer t(c);
   train::add_default_callbacks(t);
-  t.fit();
+  train::add_resize_stop(t);  // only under `olmo launch` (OLMO_RESIZE_REQUEST)
+  try {
+    t.fit();
+  } catch (const train::ResizeStop& s) {
+    if (t.rank() == 0)
+      std::printf("train: stopped at step %lld for a resize by olmo launch (checkpoint %s/step%lld)\n",
+                  (long long)s.step, t.run_dir().c_str(), (long long)s.step);
+    return 0;
+  }
   if (t.rank() == 0)
     std::printf("train: done at step %lld (%s tokens seen); run dir %s\n", (long long)t.step(),
               commas(t.tokens_seen()).c_str(), t.run_dir().c_str());

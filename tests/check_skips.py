@@ -5,6 +5,7 @@ machine. Reads ctest's JUnit report (ctest --output-junit FILE); each skipped te
 Python test's "SKIPPED: why" line), and the reason must name a prerequisite that this machine
 really lacks:
 
+  netns       "network namespaces"             `ip netns add` (and delete) succeeds
   root        "unshare", "mount", "not root"   euid 0 and `unshare -m true` succeeds
   AVX512_BF16 "AVX512_BF16", "bf16 turned off" avx512_bf16 in cpuinfo, OLMO_BF16/OLMO_ISA unset
   AVX-512     "AVX-512", "avx512"              avx512f in /proc/cpuinfo, OLMO_ISA unset
@@ -44,11 +45,23 @@ def can_unshare():
     return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
 
 
+def can_netns():
+    ip = shutil.which("ip")
+    if os.geteuid() != 0 or not ip:
+        return False
+    name = f"olmo_skipcheck_{os.getpid()}"
+    ok = subprocess.run([ip, "netns", "add", name], capture_output=True).returncode == 0
+    if ok:
+        subprocess.run([ip, "netns", "del", name], capture_output=True)
+    return ok
+
+
 def rules(source):
     flags = cpu_flags()
     isa_env = "OLMO_ISA" in os.environ
     venv = os.path.join(source, ".venv", "bin", "python")
     return [
+        (r"network namespaces", "network namespaces (ip netns add)", lambda m: can_netns()),
         (r"unshare|\bmount|not root", "root (unshare -m)", lambda m: can_unshare()),
         (r"AVX512_BF16|bf16 turned off",
          "AVX512_BF16 (not turned off by OLMO_BF16 / OLMO_ISA)",

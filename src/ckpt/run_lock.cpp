@@ -14,12 +14,12 @@
 
 namespace olmo::ckpt {
 
-RunDirLock::RunDirLock(const std::string& run_dir) : run_dir_(run_dir) {
+RunDirLock::RunDirLock(const std::string& run_dir, const std::string& name) : run_dir_(run_dir) {
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   OLMO_CHECK(!ec && std::filesystem::is_directory(run_dir), "run dir ", run_dir,
              ": cannot create directory: ", ec ? ec.message() : "exists and is not a directory");
-  const std::string path = run_dir + "/.lock";
+  const std::string path = run_dir + "/" + name;
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   OLMO_CHECK(fd_ >= 0, path, ": cannot open lock file: ", std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {

@@ -1,0 +1,75 @@
+// `olmo launch [slots] [options] CONFIG [key=value ...]`: the elastic launcher
+// (src/launch/launcher.h): runs `mpirun ... olmo train` and relaunches it after lost ranks or
+// hosts, and when slots come back, from the newest complete checkpoint.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "command.h"
+#include "launch/launcher.h"
+#include "launch/process.h"
+
+namespace {
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string("olmo");
+}
+
+int run_launch(int argc, char** argv) {
+  using namespace olmo;
+  cli::Args a(argc, argv);
+  if (a.has("--help") || a.positional().empty()) {
+    std::printf(
+        "usage: olmo launch (--np N | --hosts H:S,... | --hostfile FILE) [options] CONFIG.yaml "
+        "[key=value ...]\n"
+        "Runs `mpirun ... olmo train CONFIG` and keeps it running: a job that loses a rank or a\n"
+        "host is relaunched from the newest complete checkpoint on the slots that still answer;\n"
+        "when slots come back the job stops at its next checkpoint and grows. The world size is\n"
+        "the largest the slots allow that divides the micro-batches of a step. Events (launch,\n"
+        "failure, resize with step and world sizes, done) go to RUN_DIR/launch.jsonl and stdout.\n"
+        "Use dist.reduce=exact: then every world size gives the same bits.\n"
+        "  --np N                 N local slots\n"
+        "  --hosts H:S,...        hosts and slots (probed through the remote shell)\n"
+        "  --hostfile FILE        lines 'HOST slots=N', re-read while the run goes on\n"
+        "  --min-np K             fewest processes to run on (default 1)\n"
+        "  --max-failures F       stop with an error after F failed jobs (default 3)\n"
+        "  --rsh-agent CMD        remote shell for probes and mpirun's plm_rsh_agent (default ssh)\n"
+        "  --mpirun PATH          (default mpirun)\n"
+        "  --mpi-args 'ARGS'      extra mpirun arguments, space-separated\n"
+        "  --stall-timeout S      stop a job without a new step for S seconds: a failure (0: off)\n"
+        "  --poll S, --probe-interval S, --probe-timeout S, --lock-wait S   (0.2, 5, 10, 30)\n");
+    return a.has("--help") ? 0 : 1;
+  }
+  a.finish({"--np", "--hosts", "--hostfile", "--min-np", "--max-failures", "--rsh-agent",
+            "--mpirun", "--mpi-args", "--poll", "--probe-interval", "--probe-timeout",
+            "--lock-wait", "--stall-timeout"});
+  launch::LaunchOptions o;
+  o.config = a.positional()[0];
+  o.overrides.assign(a.positional().begin() + 1, a.positional().end());
+  o.np = int(a.get_int("--np", 0));
+  o.hosts = a.get("--hosts");
+  o.hostfile = a.get("--hostfile");
+  o.min_np = int(a.get_int("--min-np", 1));
+  o.max_failures = int(a.get_int("--max-failures", 3));
+  o.rsh_agent = a.get("--rsh-agent");
+  o.mpirun = a.get("--mpirun", "mpirun");
+  o.mpi_args = launch::split_words(a.get("--mpi-args"));
+  o.poll_s = a.get_double("--poll", o.poll_s);
+  o.probe_interval_s = a.get_double("--probe-interval", o.probe_interval_s);
+  o.probe_timeout_s = a.get_double("--probe-timeout", o.probe_timeout_s);
+  o.lock_wait_s = a.get_double("--lock-wait", o.lock_wait_s);
+  o.stall_timeout_s = a.get_double("--stall-timeout", o.stall_timeout_s);
+  o.olmo_exe = self_exe();
+  return launch::run_launcher(o);
+}
+
+OLMO_COMMAND("launch", "elastic mpirun launcher: survives lost ranks and hosts, grows back",
+             run_launch);
+
+}  // namespace

@@ -1,0 +1,52 @@
+// `olmo launch`: an elastic launcher for data-parallel training. It runs
+// `mpirun ... olmo train CONFIG [overrides]` over a set of slots and keeps the run going:
+//   * a job that dies (a rank or a whole host lost) is relaunched at once from the newest
+//     complete checkpoint, on the slots that still answer (hosts are probed through the remote
+//     shell mpirun uses), as long as they allow at least min_np processes;
+//   * when slots come back (a lost host answers again, or the hostfile grows or shrinks) the job
+//     is asked to stop at its next checkpoint (src/train/resize_stop.h) and is relaunched on the
+//     new world size from that checkpoint;
+//   * the world size is always the largest one the slots allow that divides the micro-batches
+//     of a step (a shrink to a size that does not divide them takes the next smaller one, and
+//     says so);
+//   * every launch, failure and resize is one JSON line in RUN_DIR/launch.jsonl (and on stdout):
+//     {"event":"resize","step":N,"from":W0,"to":W1,"reason":...}, with restart latencies and
+//     lost steps;
+//   * a job that makes no progress for stall_timeout_s (a hung host or rank) is stopped and
+//     counts as failed;
+//   * it stops with an error after max_failures failed jobs, when the slots fall below min_np,
+//     or when the run dir is locked by a live job.
+// With dist.reduce=exact every world size computes the same bits, so a run that was resized
+// any number of times ends bitwise equal to one that never was (tests/dist/launch_*).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace olmo::launch {
+
+struct LaunchOptions {
+  std::string config;                  // the training YAML
+  std::vector<std::string> overrides;  // key=value, passed to every job
+  // Slots: exactly one of np (local), hosts ("a:2,b:2"), hostfile (re-read while running).
+  int np = 0;
+  std::string hosts, hostfile;
+  int min_np = 1;
+  int max_failures = 3;  // the run stops with an error when this many jobs have failed
+  std::string mpirun = "mpirun";
+  std::vector<std::string> mpi_args;  // extra mpirun arguments (e.g. --allow-run-as-root)
+  std::string rsh_agent;              // remote shell for probes and mpirun (default: ssh)
+  std::string olmo_exe;               // the olmo binary the ranks run
+  double poll_s = 0.2;                // job and run-dir polling
+  double probe_interval_s = 5;        // re-probing lost hosts / re-reading the hostfile
+  double probe_timeout_s = 10;
+  double lock_wait_s = 30;            // a relaunch waits this long for the old job's lock
+  // A job without a new train record for this long is stopped and counted as failed (a host
+  // cut off without its processes dying never ends the job by itself); 0 = never.
+  double stall_timeout_s = 0;
+};
+
+// Runs until the training run finishes (returns 0). Throws olmo::Error with the reason when it
+// gives up (failures, too few slots, a locked run dir, bad input).
+int run_launcher(const LaunchOptions& opt);
+
+}  // namespace olmo::launch

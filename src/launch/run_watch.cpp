@@ -1,0 +1,72 @@
+// Run-dir watching for the launcher (see run_watch.h).
+#include "launch/run_watch.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace olmo::launch {
+
+int64_t newest_checkpoint(const std::string& run_dir) {
+  int64_t best = -1;
+  std::error_code ec;
+  for (const auto& de : fs::directory_iterator(run_dir, ec)) {
+    const std::string n = de.path().filename().string();
+    if (n.size() <= 4 || n.rfind("step", 0) != 0 ||
+        n.find_first_not_of("0123456789", 4) != std::string::npos)
+      continue;
+    if (!fs::exists(de.path() / "COMMITTED", ec)) continue;
+    best = std::max<int64_t>(best, std::stoll(n.substr(4)));
+  }
+  return best;
+}
+
+void RunWatch::relaunched(int id) {
+  job_ = id;
+  start_step_ = last_step_ = -1;
+  save_s_.clear();
+}
+
+void RunWatch::poll() {
+  const std::string path = run_dir_ + "/metrics.jsonl";
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return;
+  if (st.st_ino != inode_ || st.st_size < offset_) {  // rewritten: read from the start
+    inode_ = st.st_ino;
+    offset_ = 0;
+    partial_.clear();
+  }
+  if (st.st_size == offset_) return;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string buf(size_t(st.st_size - offset_), '\0');
+  const ssize_t n = ::pread(fd, buf.data(), buf.size(), offset_);
+  ::close(fd);
+  if (n <= 0) return;
+  buf.resize(size_t(n));
+  offset_ += n;
+  partial_ += buf;
+  size_t at = 0;
+  for (size_t nl; (nl = partial_.find('\n', at)) != std::string::npos; at = nl + 1) {
+    const auto j = nlohmann::json::parse(partial_.begin() + long(at), partial_.begin() + long(nl),
+                                         nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("kind")) continue;
+    const std::string kind = j["kind"].is_string() ? j["kind"].get<std::string>() : "";
+    const int64_t step = j.contains("step") && j["step"].is_number_integer() ? j["step"].get<int64_t>() : -1;
+    const std::string event = j.contains("event") && j["event"].is_string() ? j["event"].get<std::string>() : "";
+    if (kind == "info" && event == "launch_job" && j.value("job", -1) == job_) start_step_ = step;
+    if (start_step_ < 0) continue;  // an earlier job's record
+    if (kind == "train") last_step_ = std::max(last_step_, step);
+    if (kind == "info" && event == "checkpoint" && j.contains("seconds") && j["seconds"].is_number())
+      save_s_.push_back(j["seconds"].get<double>());
+  }
+  partial_.erase(0, at);
+}
+
+}  // namespace olmo::launch

@@ -1,0 +1,17 @@
+# `olmo launch` (issue 21): bad input and limits, and the resize campaign (seeded world sizes
+# 1-4 and kill -9s through the launcher, bitwise equal to the never-resized run), on loopback.
+if(MPIEXEC_EXECUTABLE)
+  olmo_py_test(dist_launch ${CMAKE_CURRENT_LIST_DIR}/launch_test.py)
+  olmo_py_test(dist_launch_campaign ${CMAKE_CURRENT_LIST_DIR}/launch_campaign_test.py)
+  set_property(TEST dist_launch dist_launch_campaign APPEND PROPERTY ENVIRONMENT
+               "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
+  set_tests_properties(dist_launch dist_launch_campaign PROPERTIES RESOURCE_LOCK mpi LABELS dist)
+endif()
+# Hosts as network namespaces joined by a veth bridge, OpenMPI over TCP only; whole hosts killed
+# mid-step and mid-checkpoint (needs root: skipped with the reason, exit 77, where
+# `ip netns add` is refused).
+if(MPIEXEC_EXECUTABLE)
+  olmo_py_test(dist_launch_netns ${CMAKE_CURRENT_LIST_DIR}/launch_netns_test.py)
+  set_property(TEST dist_launch_netns APPEND PROPERTY ENVIRONMENT "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
+  set_tests_properties(dist_launch_netns PROPERTIES RESOURCE_LOCK mpi LABELS dist)
+endif()

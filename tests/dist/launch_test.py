@@ -1,0 +1,200 @@
+"""`olmo launch` on bad input and at its limits (issue 21, item 2), on loopback:
+1. a host list naming an unreachable host (the remote shell fails for it): a clear message
+   naming the host and why, and the run starts and finishes on the rest; with --min-np above
+   what the rest allows it stops with an error naming the host instead;
+2. a shrink to a slot count that does not divide the micro-batches (8 per step; 4 slots, a kill,
+   3 left): the launcher says so and relaunches on 2, the largest count that does;
+3. a shrink below --min-np (a kill with 1 slot left, --min-np 2): stops with an error naming the
+   slots and the newest complete checkpoint;
+4. a job that keeps failing (every job dies in step 3, OLMO_TEST_KILL): stops after
+   --max-failures with an error naming the failures and the newest checkpoint;
+5. a hung job (rank 1 frozen by SIGSTOP in step 4: no progress, no exit): stopped after
+   --stall-timeout, counted as a failure, relaunched, and the run finishes;
+6. a run dir locked by a live job: refused at once, naming the holder's pid, nothing launched;
+   a config pinning data.processes: refused.
+Env: OLMO_BIN, OLMO_MPIRUN. Exit 0 = pass.
+"""
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dist_util as du  # noqa: E402
+import launch_util as lu  # noqa: E402
+
+fails = []
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+        print("FAIL:", msg, flush=True)
+    return cond
+
+
+def launch(args, env=None, timeout=240):
+    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    e = dict(os.environ)
+    e.pop("OMP_NUM_THREADS", None)
+    e.update(env or {})
+    return subprocess.run([exe, "launch", "--mpirun", du.MPIRUN, *args], capture_output=True, text=True, env=e,
+                          timeout=timeout)
+
+
+def first_line(text, key):
+    return next((x for x in text.splitlines() if key in x), "(none)")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="olmo_launch_test_")
+    try:
+        data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+        agent = os.path.join(tmp, "agent.sh")
+        with open(agent, "w") as f:  # a remote shell for which node-gone does not answer
+            f.write('#!/bin/sh\nif [ "$1" = node-gone ]; then\n'
+                    '  echo "ssh: connect to host node-gone port 22: No route to host" >&2\n'
+                    '  exit 255\nfi\nshift\nexec "$@"\n')
+        os.chmod(agent, 0o755)
+        base = ["--mpi-args", lu.MPI_ARGS, "--poll", "0.05", "--probe-interval", "0.1"]
+
+        # 1. unreachable host
+        run = os.path.join(tmp, "unreachable")
+        p = launch(["--hosts", "localhost:2,node-gone:2", "--rsh-agent", agent, *base,
+                    du.td.tiny_config(), *lu.overrides(data, run, 4)])
+        msg = first_line(p.stderr + p.stdout, "node-gone (2 slots) is unreachable")
+        check(p.returncode == 0, f"unreachable host: rc {p.returncode}: {p.stderr[-800:]}")
+        check("No route to host" in msg, f"unreachable host: message {msg}")
+        check([e["world"] for e in lu.events(run, "launch")] == [2],
+              f"unreachable host: launches {lu.events(run, 'launch')}")
+        check(os.path.isdir(os.path.join(run, "step4")), "unreachable host: the run did not finish")
+        print("unreachable host:", msg.strip(), "-> ran on", lu.events(run, "launch")[0]["hosts"],
+              flush=True)
+        p = launch(["--hosts", "localhost:2,node-gone:2", "--rsh-agent", agent, "--min-np", "3",
+                    *base, du.td.tiny_config(), *lu.overrides(data, os.path.join(tmp, "u2"), 4)])
+        err = first_line(p.stderr, "error")
+        check(p.returncode == 1 and "below --min-np 3" in err and "node-gone" in err,
+              f"unreachable host below the minimum: rc {p.returncode}: {p.stderr[-600:]}")
+        print("unreachable host, --min-np 3:", err.strip(), flush=True)
+
+        # 2. shrink to a count that does not divide the 8 micro-batches
+        run = os.path.join(tmp, "nondiv")
+        hostfile = os.path.join(tmp, "hostfile")
+        with open(hostfile, "w") as f:
+            f.write("localhost slots=4\n")
+        ov8 = lu.overrides(data, run, 10, extra=["data.global_batch_tokens=512"])
+        proc, log = lu.start(["--hostfile", hostfile, *base, du.td.tiny_config(), *ov8],
+                             os.path.join(tmp, "nondiv.log"))
+        try:
+            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
+            pids = lu.rank_pids(run)
+            with open(hostfile, "w") as f:
+                f.write("localhost slots=3\n")
+            os.kill(pids[max(pids)], signal.SIGKILL)
+            proc.wait(timeout=240)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+        out = open(os.path.join(tmp, "nondiv.log")).read()
+        msg = first_line(out, "does not divide")
+        check(proc.returncode == 0, f"non-dividing shrink: rc {proc.returncode}: {out[-1500:]}")
+        check([e["world"] for e in lu.events(run, "launch")] == [4, 2],
+              f"non-dividing shrink: worlds {[e['world'] for e in lu.events(run, 'launch')]}")
+        check("3 slots available, but 3 does not divide the 8 micro-batches" in msg and
+              "running on 2 processes" in msg, f"non-dividing shrink: message {msg}")
+        print("shrink 4 -> 3 slots with 8 micro-batches:", msg.strip(), flush=True)
+
+        # 3. below the minimum after a shrink
+        run = os.path.join(tmp, "below")
+        with open(hostfile, "w") as f:
+            f.write("localhost slots=2\n")
+        proc, log = lu.start(["--hostfile", hostfile, "--min-np", "2", *base,
+                              du.td.tiny_config(), *lu.overrides(data, run, 10)],
+                             os.path.join(tmp, "below.log"))
+        try:
+            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
+            pids = lu.rank_pids(run)
+            with open(hostfile, "w") as f:
+                f.write("localhost slots=1\n")
+            os.kill(pids[0], signal.SIGKILL)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+        out = open(os.path.join(tmp, "below.log")).read()
+        err = first_line(out, "error")
+        check(proc.returncode == 1 and "1 slot available" in err and "below --min-np 2" in err
+              and "/step" in err, f"below the minimum: rc {proc.returncode}: {out[-1500:]}")
+        print("shrink below --min-np:", err.strip(), flush=True)
+
+        # 4. a job that keeps failing
+        run = os.path.join(tmp, "failing")
+        p = launch(["--np", "2", "--max-failures", "2", *base, du.td.tiny_config(),
+                    *lu.overrides(data, run, 10)], env={"OLMO_TEST_KILL": "step:1:3"})
+        err = first_line(p.stderr, "error")
+        check(p.returncode == 1 and "failed 2 times" in err and "--max-failures 2" in err and
+              err.rstrip().endswith("resumes from it)") and "step2" in err,
+              f"max failures: rc {p.returncode}: {p.stderr[-1500:]}")
+        check(len(lu.events(run, "failure")) == 2, f"max failures: {lu.events(run, 'failure')}")
+        print("a job failing every time, --max-failures 2:", err.strip(), flush=True)
+
+        # 5. a hung job
+        run = os.path.join(tmp, "hung")
+        proc, log = lu.start(["--np", "2", "--stall-timeout", "3", *base, du.td.tiny_config(),
+                              *lu.overrides(data, run, 8)], os.path.join(tmp, "hung.log"))
+        frozen = None
+        try:
+            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
+            frozen = lu.rank_pids(run)[1]
+            os.kill(frozen, signal.SIGSTOP)
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+            if frozen:
+                try:
+                    os.kill(frozen, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        out = open(os.path.join(tmp, "hung.log")).read()
+        st = lu.events(run, "stalled")
+        check(proc.returncode == 0 and len(st) == 1 and
+              [e["status"] for e in lu.events(run, "failure")] == ["stalled"] and
+              os.path.isdir(os.path.join(run, "step8")),
+              f"hung job: rc {proc.returncode}, stalled {st}: {out[-1500:]}")
+        print("hung job:", first_line(out, "made no progress").strip(), "-> relaunched, finished",
+              flush=True)
+
+        # 6. a locked run dir; data.processes pinned
+        run = os.path.join(tmp, "locked")
+        os.makedirs(run)
+        with open(os.path.join(run, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock.write(f"{os.getpid()}\n")
+            lock.flush()
+            p = launch(["--np", "2", *base, du.td.tiny_config(), *lu.overrides(data, run, 4)])
+        err = first_line(p.stderr, "error")
+        check(p.returncode == 1 and f"locked by pid {os.getpid()}" in err and
+              not lu.events(run, "launch"), f"locked run dir: rc {p.returncode}: {p.stderr[-600:]}")
+        print("locked run dir:", err.strip(), flush=True)
+        p = launch(["--np", "2", *base, du.td.tiny_config(),
+                    *lu.overrides(data, os.path.join(tmp, "pinned"), 4), "data.processes=2"])
+        err = first_line(p.stderr, "error")
+        check(p.returncode == 1 and "data.processes" in err, f"pinned world: {p.stderr[-400:]}")
+        print("data.processes pinned:", err.strip(), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if fails:
+        print(f"{len(fails)} failure(s)")
+        sys.exit(1)
+    print("launch bad input: PASS")
+
+
+if __name__ == "__main__":
+    main()
