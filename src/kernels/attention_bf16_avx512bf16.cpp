@@ -88,7 +88,8 @@ void interleave_rows(const uint16_t* xb, int64_t Tp, int64_t hdp, uint32_t* xv) 
 }
 
 // xb [Tp, hdp] -> per key tile j0, its [hdp/2, kBc] block of 32-bit pairs transposed:
-// xt[j0 * hdp/2 + p * kBc + c] = pair p of row j0 + c (one contiguous 8 KB block per tile at hd 64).
+// xt[j0 * hdp/2 + p * kBc + c] = pair p of row j0 + c (one contiguous 8 KB block per tile at
+// hd 64).
 void transpose_pairs(const uint16_t* xb, int64_t Tp, int64_t hdp, uint32_t* xt) {
   const int64_t hh = hdp / 2;
   const uint32_t* x32 = reinterpret_cast<const uint32_t*>(xb);
@@ -197,7 +198,8 @@ void attention_fwd_bf16(const AttnShape& s, const float* q, const float* k, cons
     for (int64_t t = 0; t < Tp; t += 2)
       for (int64_t x = 0; x < hdp; x += 16) {
         const __m512 r0 = t < T ? load16(vs + t * KV * hd + x, hd - x) : _mm512_setzero_ps();
-        const __m512 r1 = t + 1 < T ? load16(vs + (t + 1) * KV * hd + x, hd - x) : _mm512_setzero_ps();
+        const __m512 r1 =
+            t + 1 < T ? load16(vs + (t + 1) * KV * hd + x, hd - x) : _mm512_setzero_ps();
         _mm512_storeu_si512(vv + (bg * Tp + t) / 2 * hdp + x, pack_pairs(r0, r1));
       }
   }
@@ -241,7 +243,8 @@ void attention_fwd_bf16(const AttnShape& s, const float* q, const float* k, cons
         const __m512 cv = _mm512_set1_ps(c), lowest = _mm512_set1_ps(-3.0e38f);
         for (int64_t x = 0; x < kBr; x += 16) {
           __m512 mx = _mm512_loadu_ps(St + x);
-          for (int64_t r = 1; r < kBc; ++r) mx = _mm512_max_ps(mx, _mm512_loadu_ps(St + r * kBr + x));
+          for (int64_t r = 1; r < kBc; ++r)
+            mx = _mm512_max_ps(mx, _mm512_loadu_ps(St + r * kBr + x));
           const __m512 mold = _mm512_loadu_ps(m + x);
           const __m512 mtile = _mm512_roundscale_ps(_mm512_mul_ps(mx, cv),
                                                     _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
@@ -378,7 +381,8 @@ void attention_bwd_bf16(const AttnShape& s, const float* q, const float* k, cons
             const __m512 dr = _mm512_set1_ps(D[i0 + r]);
             for (int64_t x = 0; x < kBc; x += 16) {
               const __m512 p = _mm512_loadu_ps(P + r * kBc + x);
-              const __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dS + r * kBc + x), dr), sv);
+              const __m512 t =
+                  _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(dS + r * kBc + x), dr), sv);
               const __m512 ds = _mm512_mul_ps(p, t);
               _mm512_storeu_ps(dS + r * kBc + x, ds);
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(dSk + r * kBc + x), bf16x16(ds));
