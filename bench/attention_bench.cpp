@@ -3,7 +3,11 @@
 // FLOPs counted as useful work only: attention forward 4*hd*pairs*H, backward 8*hd*pairs*H
 // (pairs = visible query-key pairs; recomputation not counted); LM head 2*N*D*V forward,
 // 6*N*D*V with both gradients.
-// Usage: bench_attention [attn|loss|all|cmp|shapes] [reps] [chunk_rows] [cpu|wall]  (threads: OMP_NUM_THREADS)
+// The bf16 attention kernels run after the fp32 ones where AVX512_BF16 is in use ("attn2048":
+// only the full-causal MHA shape of olmo3-190m, T 2048). Percentages of the fp32 FMA peak and
+// of the bf16 VDPBF16PS peak (kernels/peak.h), measured before and after.
+// Usage: bench_attention [attn|attn2048|loss|all|cmp|shapes] [reps] [chunk_rows] [cpu|wall]
+//        (threads: OMP_NUM_THREADS)
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include "core/cpu.h"
 #include "core/timer.h"
 #include "kernels/attention.h"
+#include "kernels/attention_bf16.h"
 #include "kernels/gemm.h"
 #include "kernels/loss.h"
 #include "kernels/peak.h"
@@ -55,31 +60,55 @@ double best_of(int reps, F&& f) {
   return g_use_cpu ? best : best_wall;
 }
 
-void bench_attention(int reps, double peak) {
+// The peaks for CPU-time figures on a shared machine: the best of many ~2 ms single-thread
+// passes (some of them run with the core to itself) times the thread count (the vCPUs are
+// separate cores: 2 threads measure ~2x one on an idle machine).
+double peak_cpu_time(bool bf16) {
+  double best = 0;
+  for (int i = 0; i < 60; ++i)
+    best = std::max(best, bf16 ? measure_bf16_peak_gflops(0.016, 1)
+                               : measure_fp32_peak_gflops(0.016, 1));
+  return best * omp_get_max_threads();
+}
+
+// fp32 kernels, and where AVX512_BF16 is in use the bf16 kernels (attention_bf16.h) on the same
+// inputs right after them; percentages of the fp32 peak and, for bf16, also of the bf16 peak.
+void bench_attention(int reps, double peak, double peak_bf16, bool only_2048_full) {
   const int64_t B = 1, T = 2048, H = 12, hd = 64;
   for (int64_t KV : {int64_t(12), int64_t(4)})
     for (int64_t w : {int64_t(0), int64_t(1024), int64_t(256)}) {
+      if (only_2048_full && (KV != H || w != 0)) continue;
       AttnShape s{B, T, H, KV, hd, w};
       auto q = randv(B * T * H * hd, 1, 1.0f), k = randv(B * T * KV * hd, 2, 1.0f),
            v = randv(B * T * KV * hd, 3, 1.0f), g = randv(B * T * H * hd, 4, 1.0f);
       std::vector<float> o(q.size()), l(B * H * T), dq(q.size()), dk(k.size()), dv(v.size());
       const double pairs = double(attention_visible_pairs(s, nullptr)) * H;
-      const double tf = best_of(reps, [&] {
-        attention_forward(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data());
-      });
-      const double tb = best_of(reps, [&] {
-        attention_backward(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data(), g.data(),
-                           dq.data(), dk.data(), dv.data());
-      });
       const double ff = 4 * hd * pairs, fb = 8 * hd * pairs;
-      std::printf(
-          "attention B=%lld T=%lld H=%lld KV=%lld hd=%lld window=%-5lld fwd %6.2f ms %6.1f GFLOP/s "
-          "(%4.1f%%)  bwd %6.2f ms %6.1f GFLOP/s (%4.1f%%)  fwd+bwd %6.1f GFLOP/s (%4.1f%%)\n",
-          (long long)B, (long long)T, (long long)H, (long long)KV, (long long)hd, (long long)w,
-          tf * 1e3, ff / tf * 1e-9, 100 * ff / tf * 1e-9 / peak, tb * 1e3, fb / tb * 1e-9,
-          100 * fb / tb * 1e-9 / peak, (ff + fb) / (tf + tb) * 1e-9,
-          100 * (ff + fb) / (tf + tb) * 1e-9 / peak);
-      std::fflush(stdout);
+      for (bool bf : {false, true}) {
+        if (bf && !attention_bf16_native()) continue;
+        const auto fwd = bf ? attention_forward_bf16 : attention_forward;
+        const auto bwd = bf ? attention_backward_bf16 : attention_backward;
+        const double tf = best_of(reps, [&] {
+          fwd(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data());
+        });
+        const double tb = best_of(reps, [&] {
+          bwd(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data(), g.data(), dq.data(),
+              dk.data(), dv.data());
+        });
+        const double pk = bf ? peak_bf16 : peak;
+        std::printf(
+            "attention %s B=%lld T=%lld H=%lld KV=%lld hd=%lld window=%-5lld fwd %6.2f ms %6.1f "
+            "GFLOP/s (%4.1f%%)  bwd %6.2f ms %6.1f GFLOP/s (%4.1f%%)  fwd+bwd %6.1f GFLOP/s "
+            "(%4.1f%% of the fp32 peak",
+            bf ? "bf16" : "fp32", (long long)B, (long long)T, (long long)H, (long long)KV,
+            (long long)hd, (long long)w, tf * 1e3, ff / tf * 1e-9, 100 * ff / tf * 1e-9 / peak,
+            tb * 1e3, fb / tb * 1e-9, 100 * fb / tb * 1e-9 / peak, (ff + fb) / (tf + tb) * 1e-9,
+            100 * (ff + fb) / (tf + tb) * 1e-9 / peak);
+        if (bf)
+          std::printf(", %4.1f%% of the bf16 peak", 100 * (ff + fb) / (tf + tb) * 1e-9 / pk);
+        std::printf(")\n");
+        std::fflush(stdout);
+      }
     }
 }
 
@@ -177,14 +206,24 @@ int main(int argc, char** argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
   const int64_t chunk = argc > 3 ? std::atoll(argv[3]) : 0;
   g_use_cpu = !(argc > 4 && std::string(argv[4]) == "wall");
-  const double p0 = measure_fp32_peak_gflops(0.3);
-  std::printf("threads=%d isa=%s peak(before)=%.1f GFLOP/s timing=%s\n", omp_get_max_threads(),
-              olmo::isa_name(olmo::active_isa()), p0,
+  double p0 = measure_fp32_peak_gflops(0.3), b0 = measure_bf16_peak_gflops(0.3);
+  std::printf("threads=%d isa=%s peak(before)=%.1f GFLOP/s bf16 peak(before)=%.1f GFLOP/s "
+              "timing=%s\n", omp_get_max_threads(), olmo::isa_name(olmo::active_isa()), p0, b0,
               g_use_cpu ? "process cpu time / threads" : "wall");
+  if (g_use_cpu) {
+    p0 = peak_cpu_time(false), b0 = olmo::cpu_has_avx512_bf16() ? peak_cpu_time(true) : 0;
+    std::printf("peaks for cpu timing (best 2 ms single-thread pass x threads): fp32 %.1f, "
+                "bf16 %.1f GFLOP/s\n", p0, b0);
+  }
   bench_gemm_anchor(reps, p0);
-  if (what == "attn" || what == "all") bench_attention(reps, p0);
+  if (what == "attn" || what == "attn2048" || what == "all")
+    bench_attention(reps, p0, b0, what == "attn2048");
   if (what == "loss" || what == "all") bench_loss(reps, p0, chunk);
   if (what == "cmp" || what == "shapes") bench_loss_compare(reps, chunk, what == "cmp");
-  std::printf("peak(after)=%.1f GFLOP/s\n", measure_fp32_peak_gflops(0.3));
+  std::printf("peak(after)=%.1f GFLOP/s bf16 peak(after)=%.1f GFLOP/s\n",
+              measure_fp32_peak_gflops(0.3), measure_bf16_peak_gflops(0.3));
+  if (g_use_cpu)
+    std::printf("peaks for cpu timing (after): fp32 %.1f, bf16 %.1f GFLOP/s\n",
+                peak_cpu_time(false), olmo::cpu_has_avx512_bf16() ? peak_cpu_time(true) : 0.0);
   return 0;
 }

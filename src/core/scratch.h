@@ -16,7 +16,7 @@
 namespace olmo {
 
 enum class Scratch : int {
-  // kernels/attention_body.h
+  // kernels/attention_body.h (slots 0..12); attention_bf16_avx512bf16.cpp (byte slabs, 0 and 12)
   attn0, attn1, attn2, attn3, attn4, attn5, attn6, attn7, attn8, attn9, attn10, attn11, attn12,
   // kernels/loss.cpp
   loss_x, loss_logits, loss_dx, loss_xb, loss_dlogits_b, loss_ce, loss_lz,

@@ -8,18 +8,6 @@
 #include "kernels/dispatch.h"
 
 namespace olmo::kernels {
-namespace {
-// FLOPs as model/flops.cpp counts them: 4 * hd per visible (query, key) pair and head forward,
-// twice that backward, visible pairs per sequence from the causal window alone
-// (avg_keys_attended; document masking is not subtracted).
-double attention_flops(const AttnShape& s) {
-  const double T = double(s.T), w = double(s.window);
-  const double pairs = s.window <= 0 || s.window >= s.T ? T * (T + 1) / 2
-                                                         : w * (w + 1) / 2 + (T - w) * w;
-  return 4.0 * double(s.B) * double(s.H) * double(s.hd) * pairs;
-}
-}  // namespace
-
 void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v,
                        const int32_t* doc_ids, float* out, float* lse) {
   check_attn_shape(s);

@@ -1,5 +1,5 @@
-// Internal helpers shared by the attention reference and the tiled kernels: shape validation and
-// the per-element visibility rule (see attention.h for the mask definition).
+// Internal helpers shared by the attention references and entry points: shape validation, the
+// per-element visibility rule and the profiler's FLOP count (see attention.h for the mask definition).
 #pragma once
 #include <cstdint>
 
@@ -20,6 +20,16 @@ inline bool visible(const AttnShape& s, const int32_t* doc_ids, int64_t b, int64
   if (j > i) return false;
   if (s.window > 0 && i - j >= s.window) return false;
   return !doc_ids || doc_ids[b * s.T + i] == doc_ids[b * s.T + j];
+}
+
+// FLOPs as model/flops.cpp counts them: 4 * hd per visible (query, key) pair and head forward,
+// twice that backward, visible pairs per sequence from the causal window alone
+// (avg_keys_attended; document masking is not subtracted).
+inline double attention_flops(const AttnShape& s) {
+  const double T = double(s.T), w = double(s.window);
+  const double pairs = s.window <= 0 || s.window >= s.T ? T * (T + 1) / 2
+                                                         : w * (w + 1) / 2 + (T - w) * w;
+  return 4.0 * double(s.B) * double(s.H) * double(s.hd) * pairs;
 }
 
 }  // namespace olmo::kernels

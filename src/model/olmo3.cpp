@@ -3,8 +3,9 @@
 // gate, up [N,F]; rstd x4 [N]; lse [H,N]; then x_L, final-normed x [N,D] and its rstd. Scratch
 // (reused by every layer): dres, tD [N,D]; F1..F3 [N,F]; Q1, Q2 [N,Q]; K1..K3 [N,KVd].
 // bf16_mixed: every GEMM goes through mm() with bf16 operands (weight(): the bf16 copy; act():
-// the fp32 activation rounded into one of four bf16 scratch slots right before its GEMMs); the
-// fp32 path makes exactly the gemm() calls it always made.
+// the fp32 activation rounded into one of four bf16 scratch slots right before its GEMMs), and
+// attention through attention_*_bf16 (which round q, k, v, dO while packing their tiles: no bf16
+// copies are stored); the fp32 path makes exactly the kernel calls it always made.
 #include "model/olmo3.h"
 
 #include <omp.h>
@@ -16,6 +17,7 @@
 
 #include "core/error.h"
 #include "kernels/attention.h"
+#include "kernels/attention_bf16.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
@@ -245,7 +247,10 @@ void Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, in
     rope_forward(a.q, B, T, H, hd, rope_for(l));
     rope_forward(a.k, B, T, KV, hd, rope_for(l));
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
-    attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+    if (bf16())
+      attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+    else
+      attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
     mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(w.o), 0.0f, a.a);
     rmsnorm_forward(a.a, P + w.attn_norm, A.tD, a.ra, N, D, eps);
     add(a.h, a.x, A.tD, N * D);
@@ -299,7 +304,10 @@ void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, i
       mm(false, false, N, Q, D, dy, weight(w.o), 0.0f, A.Q1);
     }
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
-    attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
+    if (bf16())
+      attention_backward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
+    else
+      attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
     rope_backward(A.Q2, B, T, H, hd, rope_for(l));
     rope_backward(A.K1, B, T, KV, hd, rope_for(l));
     rmsnorm_backward(A.Q2, a.q_raw, P + w.q_norm, a.rq, A.Q1, G + w.q_norm, N, Q);

@@ -18,10 +18,11 @@
 // (q, k, v, o, gate, up, down and the LM head) multiplies bf16 inputs -- a bf16 copy of its
 // weight and its fp32 input rounded to bf16 -- with fp32 accumulation and fp32 output
 // (kernels::gemm_bf16), in the forward and in both backward GEMMs; weight gradients accumulate
-// in fp32 (beta = 1 into grads(), across micro-batches too). Embedding, RMSNorm, RoPE,
-// attention (QK^T, softmax, PV), SwiGLU, the residual stream, the loss and z-loss stay fp32
-// (attention stays fp32 here although autocast would run its two matmuls in bf16). The bf16
-// weight copy is refreshed on the first forward after params() was handed out non-const (the
+// in fp32 (beta = 1 into grads(), across micro-batches too). Attention runs its products in
+// bf16 as autocast's SDPA does (kernels/attention_bf16.h: q, k, v, dO, P and dS rounded to bf16,
+// fp32 accumulation, softmax in fp32, fp32 out; the fp32 kernels where AVX512_BF16 is not in
+// use). Embedding, RMSNorm, RoPE, SwiGLU, the residual stream, the loss and z-loss stay fp32.
+// The bf16 weight copy is refreshed on the first forward after params() was handed out non-const (the
 // optimizer step, a checkpoint load), i.e. once per optimizer step, not per micro-batch.
 // Extra memory: 2 bytes per matrix parameter plus 4 bf16 scratch buffers of N x max(D, F, Q).
 // bf16_mixed needs cpu_has_bf16() (kernels/bf16.h); the constructor refuses it otherwise.

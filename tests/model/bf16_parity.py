@@ -15,9 +15,9 @@ is asserted separately.
 Tolerance, from bf16 rounding (u = 2^-8, the bf16 unit roundoff; RNE error <= u/2):
   * Steps 1-5 (warm-up, LR <= 3e-3 * 5/5; the weights of both sides are still within a few
     bf16 roundings of each other): only the rounding inside one forward differs. Both sides round
-    every linear input to bf16, in different places (autocast also rounds each linear's output,
-    the norm outputs, the SwiGLU product, RoPE'd q/k, the attention probabilities and the
-    logits; ours keeps those in fp32). Near init the logits are O(0.1), so a u/2 relative
+    every linear input, and attention's q, k, v and probabilities, to bf16, in different places
+    (autocast also rounds each linear's output, the norm outputs, the SwiGLU product, the
+    attention scores and output and the logits; ours keeps those in fp32). Near init the logits are O(0.1), so a u/2 relative
     perturbation of them moves a loss of ln(512) = 6.2 by far less than u/2; bound u/8 = 4.9e-4.
   * Steps 6-50: rounding differences are amplified by training (a chaotic map at this LR), so
     the yardstick is the reference's own bf16 effect, E(s) = |our fp32 loss - torch autocast
