@@ -46,4 +46,13 @@ void attention_backward_ref(const AttnShape& s, const T* q, const T* k, const T*
 // keys i sees, for one head. Multiply by H for all heads.
 int64_t attention_visible_pairs(const AttnShape& s, const int32_t* doc_ids);
 
+// (query, key) pairs a causal sequence of T tokens attends with sliding window `window` (<= 0 or
+// >= T: full causal), document masking not subtracted. The one count behind the FLOPs of the
+// attention kernels' profiler scopes and of model/flops.cpp's MFU.
+inline double causal_pairs(int64_t T, int64_t window) {
+  if (T <= 0) return 0;
+  const double t = double(T), w = double(window);
+  return window <= 0 || window >= T ? t * (t + 1) / 2 : w * (w + 1) / 2 + (t - w) * w;
+}
+
 }  // namespace olmo::kernels

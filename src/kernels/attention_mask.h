@@ -22,14 +22,10 @@ inline bool visible(const AttnShape& s, const int32_t* doc_ids, int64_t b, int64
   return !doc_ids || doc_ids[b * s.T + i] == doc_ids[b * s.T + j];
 }
 
-// FLOPs as model/flops.cpp counts them: 4 * hd per visible (query, key) pair and head forward,
-// twice that backward, visible pairs per sequence from the causal window alone
-// (avg_keys_attended; document masking is not subtracted).
+// FLOPs as model/flops.cpp counts them: 4 * hd per visible (query, key) pair and head forward
+// (twice that backward), pairs from causal_pairs (attention.h).
 inline double attention_flops(const AttnShape& s) {
-  const double T = double(s.T), w = double(s.window);
-  const double pairs = s.window <= 0 || s.window >= s.T ? T * (T + 1) / 2
-                                                         : w * (w + 1) / 2 + (T - w) * w;
-  return 4.0 * double(s.B) * double(s.H) * double(s.hd) * pairs;
+  return 4.0 * double(s.B) * double(s.H) * double(s.hd) * causal_pairs(s.T, s.window);
 }
 
 }  // namespace olmo::kernels

@@ -1,6 +1,8 @@
 // Parameter counts, FLOPs and memory plan (formulas documented in flops.h).
 #include "model/flops.h"
 
+#include "kernels/attention.h"
+
 namespace olmo::model {
 
 ParamCounts count_params(const ModelConfig& c) {
@@ -18,9 +20,7 @@ ParamCounts count_params(const ModelConfig& c) {
 }
 
 double avg_keys_attended(int64_t w, int64_t S) {
-  if (S <= 0) return 0;
-  if (w <= 0 || w >= S) return (double(S) + 1.0) / 2.0;
-  return (double(w) * double(w + 1) / 2.0 + double(S - w) * double(w)) / double(S);
+  return S <= 0 ? 0 : kernels::causal_pairs(S, w) / double(S);
 }
 
 double flops_per_token(const ModelConfig& c, int64_t S) {
