@@ -39,6 +39,7 @@
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "train/model_setup.h"
+#include "train/optimizer_setup.h"
 
 namespace {
 
@@ -50,24 +51,6 @@ double cpu_seconds() {
   getrusage(RUSAGE_SELF, &u);
   return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-// AdamW groups as in OLMo 3: the token embedding without weight decay, the rest with 0.1;
-// consecutive tensors with the same decay are merged into one group.
-std::vector<olmo::optim::ParamGroup> param_groups(const olmo::model::Olmo3& m) {
-  auto info = m.params_info();
-  std::sort(info.begin(), info.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
-  std::vector<olmo::optim::ParamGroup> g;
-  for (auto& p : info) {
-    double wd = p.is_embedding ? 0.0 : 0.1;
-    if (!g.empty() && g.back().weight_decay == wd && g.back().offset + g.back().numel == p.offset)
-      g.back().numel += p.numel;
-    else
-      g.push_back({p.offset, p.numel, wd, p.is_embedding ? "embeddings" : "default"});
-  }
-  for (size_t i = 0; i < g.size(); ++i)
-    if (g[i].name == "default") g[i].name = "default" + std::to_string(i);
-  return g;
 }
 
 int run_step(int argc, char** argv) {
@@ -126,8 +109,10 @@ int run_step(int argc, char** argv) {
       targets[size_t(b * S + t)] = last ? -100 : tokens[size_t(b * S + t + 1)];
       counted += !last;
     }
+  const olmo::train::OptimSection optim;  // OLMo 3's: weight decay 0.1, embedding 0, (0.9, 0.95)
   std::unique_ptr<olmo::optim::AdamW> opt;
-  if (use_opt) opt = std::make_unique<olmo::optim::AdamW>(m.num_params(), param_groups(m));
+  if (use_opt) opt = std::make_unique<olmo::optim::AdamW>(
+        m.num_params(), olmo::train::param_groups(m, optim), olmo::train::adamw_config(optim));
 
   const float grad_scale = 1.0f / float(std::max<int64_t>(counted, 1));
   double loss = 0;

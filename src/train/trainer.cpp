@@ -23,6 +23,7 @@
 #include "model/hf_io.h"
 #include "optim/grad_clip.h"
 #include "train/model_setup.h"
+#include "train/optimizer_setup.h"
 #include "train/resource_limits.h"
 #include "train/training_data.h"
 
@@ -183,22 +184,8 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
 Trainer::~Trainer() = default;
 
 void Trainer::build_optimizer() {
-  // Contiguous runs of tensors with the same decay: OLMo 3 = [embedding | everything else].
-  std::vector<optim::ParamGroup> groups;
-  for (auto& p : model_->params_info()) {
-    double wd = p.is_embedding ? cfg_.optim.embedding_weight_decay : cfg_.optim.weight_decay;
-    std::string name = p.is_embedding ? "embeddings" : "default";
-    if (!groups.empty() && groups.back().name == name &&
-        groups.back().offset + groups.back().numel == p.offset) {
-      groups.back().numel += p.numel;
-    } else {
-      groups.push_back({p.offset, p.numel, wd, name});
-    }
-  }
-  optim::AdamWConfig ac;
-  ac.beta1 = cfg_.optim.betas[0];
-  ac.beta2 = cfg_.optim.betas[1];
-  ac.eps = cfg_.optim.eps;
+  const auto groups = param_groups(*model_, cfg_.optim);  // train/optimizer_setup.h
+  const optim::AdamWConfig ac = adamw_config(cfg_.optim);
   const size_t lo = reducer_->shard_begin();
   adamw_ = std::make_unique<optim::AdamW>(model_->num_params(), groups, ac, lo,
                                           lo + reducer_->shard_len());
