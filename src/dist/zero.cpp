@@ -241,14 +241,4 @@ void GradReducer::allgather(float* params) {
   comm_s_ += now_seconds() - t0;
 }
 
-bool exact_allreduce_sum(Communicator& comm, double* x, size_t n) {
-  std::vector<i128> v(n);
-  bool bad = false;
-  for (size_t i = 0; i < n; ++i) v[i] = double_to_fixed(x[i], &bad);
-  if (comm.any(bad)) return false;
-  comm.allreduce(v.data(), n, Type::i128, Op::sum);
-  for (size_t i = 0; i < n; ++i) x[i] = fixed_to_double(v[i]);
-  return true;
-}
-
 }  // namespace olmo::dist

@@ -95,8 +95,4 @@ class GradReducer {
   double comm_s_ = 0;
 };
 
-// Exact sum over ranks of a few doubles per rank (loss sums): fixed point 2^-64, |x| < 2^60.
-// Returns false (and leaves x) when a value is out of range on any rank.
-bool exact_allreduce_sum(Communicator& comm, double* x, size_t n);
-
 }  // namespace olmo::dist
