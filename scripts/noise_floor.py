@@ -1,9 +1,9 @@
-"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run,
-as a second process alongside the reference, again from the reference's own start (DIR/init_hf) with every initial weight nudged up by one
-ulp, in DIR/noise_twin; a stage (trainer.load_path = a reference run's checkpoint) continues that
-reference's own twin instead (so the floor is the chain's), or nudges the same checkpoint when
-the previous stage has no twin; DIR/noise_floor.json then holds, per
-step, |twin - reference| of each close quantity (src/train/reference_run.h):
+"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run, as
+a second process alongside the reference, again from the reference's own start (DIR/init_hf) with
+every initial weight nudged up by one ulp, in DIR/noise_twin; a stage (trainer.load_path = a
+reference run's checkpoint) continues that reference's own twin instead (so the floor is the
+chain's), or nudges the same checkpoint when the previous stage has no twin; DIR/noise_floor.json
+then holds, per step, |twin - reference| of each close quantity (src/train/reference_run.h):
   train       loss, z_loss, grad_norm, grad_norm_f64
   validation  heldout.<set>, gap.<set>, model_entropy, marginal_entropy_bits
 and a summary (largest difference per quantity). Exact quantities (instances, lr, skipped) must
@@ -117,7 +117,8 @@ if __name__ == "__main__":
     d = os.path.abspath(sys.argv[1])
     try:
         if not os.path.isfile(os.path.join(d, "noise_twin", "metrics.jsonl")):
-            raise RefError(f"{d}/noise_twin/metrics.jsonl not found: not a reference run with a twin")
+            raise RefError(f"{d}/noise_twin/metrics.jsonl not found: "
+                           "not a reference run with a twin")
         with open(os.path.join(d, "noise_twin", "reference.json")) as f:
             lp = json.load(f).get("load_path") or ""
         write_floor(d, "noise_twin" in lp)

@@ -26,7 +26,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 if __name__ == "__main__":
     if "--noise-floor" in sys.argv:
-        sys.exit("olmo_core_run_f64clip.py: run the twin yourself (see the header), not --noise-floor")
+        sys.exit("olmo_core_run_f64clip.py: run the twin yourself (see the header), "
+                 "not --noise-floor")
     # OLMo-core's TransformerTrainModule._clip_grad_norm calls nn.utils.get_total_norm at each step.
     torch.nn.utils.get_total_norm = get_total_norm
     here = os.path.dirname(os.path.abspath(__file__))
