@@ -1,22 +1,26 @@
-// `olmo compare RUN_A RUN_B [--out PNG]`: two runs side by side. Prints, per validation record
-// step (RUN_DIR/validation.jsonl, train/validation.h), train loss, held-out loss per set, model
-// and served entropies and the gap of both runs, then each run's alarms (metrics.jsonl
-// {"kind":"alarm"}) per source/cause with the first step; draws one PNG (train and held-out
-// curves of both runs, default RUN_B/compare.png) with scripts/compare_runs.py (matplotlib).
+// `olmo compare RUN_A RUN_B [--out PNG] [--floor-multiple X]`: two runs side by side. Prints, per
+// validation record step (RUN_DIR/validation.jsonl, train/validation.h), train loss, held-out loss
+// per set, model and served entropies and the gap of both runs, then each run's alarms
+// (metrics.jsonl {"kind":"alarm"}) per source/cause with the first step; draws one PNG (train and
+// held-out curves of both runs, default RUN_B/compare.png) with scripts/compare_runs.py
+// (matplotlib).
 // Errors: a run dir without metrics.jsonl or validation.jsonl names the file.
 // When RUN_B is a reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h)
 // the comparison is step by step instead: exact checks (instance indices, tokens, LR, skip
 // decisions) and noise-floor bounds (loss, z-loss, grad norm, held-out loss, gap, entropies);
 // it prints a table per quantity (largest difference, in noise floors) and every violation
-// (step, quantity, both values, bound), and exits 2 when there is one, 0 otherwise.
+// (step, quantity, both values, bound), and exits 2 when there is one, 0 otherwise. The bounds
+// are X noise floors: --floor-multiple, else RUN_A's validation.reference_floor_multiple (20).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -66,15 +70,16 @@ std::string fmt(const json& j, const char* key) {
 }
 
 // RUN against a reference run of OLMo-core; returns the exit code (0 in tolerance, 2 not).
-int compare_reference(const std::string& run, const std::string& ref_dir) {
+int compare_reference(const std::string& run, const std::string& ref_dir,
+                      std::optional<double> multiple) {
   using namespace olmo::train;
   ReferenceRun ref = load_reference_run(ref_dir);
-  ReferenceComparison c = compare_with_reference(run, ref);
+  ReferenceComparison c = compare_with_reference(run, ref, multiple);
   std::printf("run       = %s\nreference = %s (%s %s)\nnoise floor: %s\n", run.c_str(),
               ref_dir.c_str(), ref.info.value("framework", "?").c_str(),
               ref.info.value("olmo_core_version", "").c_str(), ref.floor_method.c_str());
   std::printf("bound: %g x the floor's running max + %g x |reference|; %lld train steps from "
-              "step %lld\n", kNoiseMultiple, kRelSlack, (long long)c.steps,
+              "step %lld\n", c.multiple, kRelSlack, (long long)c.steps,
               (long long)c.first_step);
   std::printf("%-34s %8s %12s %6s %12s %10s %6s\n", "quantity", "checked", "max |diff|", "step",
               "max floor", "diff/floor", "step");
@@ -103,15 +108,24 @@ int compare_reference(const std::string& run, const std::string& ref_dir) {
 int run_compare(int argc, char** argv) {
   olmo::cli::Args a(argc, argv, {"--no-plot"});
   if (a.has("--help") || a.positional().size() != 2) {
-    std::printf("usage: olmo compare RUN_A RUN_B [--out PNG] [--no-plot]\n"
+    std::printf("usage: olmo compare RUN_A RUN_B [--out PNG] [--no-plot] [--floor-multiple X]\n"
                 "RUN_B may be an OLMo-core reference run (scripts/olmo_core_run.py): then a\n"
-                "step-by-step check, exit 0 in tolerance, 2 otherwise\n");
+                "step-by-step check, exit 0 in tolerance, 2 otherwise; the bounds are X noise\n"
+                "floors (default: RUN_A's validation.reference_floor_multiple, 20)\n");
     return a.has("--help") ? 0 : 1;
   }
-  a.finish({"--out", "--no-plot"});
+  a.finish({"--out", "--no-plot", "--floor-multiple"});
   const std::string A = a.positional()[0], B = a.positional()[1];
   for (auto& r : {A, B}) OLMO_CHECK(fs::is_directory(r), "compare: run dir not found: ", r);
-  if (olmo::train::is_reference_run(B)) return compare_reference(A, B);
+  std::optional<double> multiple;
+  if (a.has("--floor-multiple")) {
+    multiple = a.get_double("--floor-multiple", 0);
+    OLMO_CHECK(std::isfinite(*multiple) && *multiple > 0,
+               "compare: --floor-multiple must be a number > 0, not ", a.get("--floor-multiple"));
+  }
+  if (olmo::train::is_reference_run(B)) return compare_reference(A, B, multiple);
+  OLMO_CHECK(!multiple, "compare: --floor-multiple applies only when ", B,
+             " is an OLMo-core reference run");
   OLMO_CHECK(!olmo::train::is_reference_run(A), "compare: ", A,
              " is the OLMo-core reference run: give it second (olmo compare RUN REF)");
   Alarms aa = read_alarms(A), ab = read_alarms(B);

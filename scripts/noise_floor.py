@@ -1,14 +1,15 @@
-"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run
-again from the reference's own start (DIR/init_hf) with every initial weight nudged up by one
-ulp, in DIR/noise_twin; a stage (trainer.load_path = a reference run's checkpoint) continues that
-reference's own twin instead (so the floor is the chain's), or nudges the same checkpoint when
-the previous stage has no twin; DIR/noise_floor.json then holds, per
-step, |twin - reference| of each close quantity (src/train/reference_run.h):
+"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run, as
+a second process alongside the reference, again from the reference's own start (DIR/init_hf) with
+every initial weight nudged up by one ulp, in DIR/noise_twin; a stage (trainer.load_path = a
+reference run's checkpoint) continues that reference's own twin instead (so the floor is the
+chain's), or nudges the same checkpoint when the previous stage has no twin; DIR/noise_floor.json
+then holds, per step, |twin - reference| of each close quantity (src/train/reference_run.h):
   train       loss, z_loss, grad_norm, grad_norm_f64
   validation  heldout.<set>, gap.<set>, model_entropy, marginal_entropy_bits
 and a summary (largest difference per quantity). Exact quantities (instances, lr, skipped) must
 agree between the two; a disagreement is an error (the twin would not be the same run).
-Cost: a second OLMo-core run of the same length.
+Cost: a second OLMo-core run of the same length (in parallel: a second core).
+`python scripts/noise_floor.py DIR` rewrites DIR/noise_floor.json from DIR and DIR/noise_twin.
 """
 import json
 import os
@@ -40,8 +41,10 @@ def _diff(a, b):
     return abs(float(a) - float(b))
 
 
-def measure(args, run_dir, load_path=None):
-    """load_path: the checkpoint this run started from (a stage), else None."""
+def start_twin(args, run_dir, load_path=None):
+    """Starts the twin (a second olmo_core_run.py process, output in DIR/noise_twin.log) once
+    DIR/init_hf exists; load_path: the checkpoint this run started from (a stage), else None.
+    Returns (process, chained)."""
     twin = os.path.join(run_dir, "noise_twin")
     cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides]
     if load_path:
@@ -59,12 +62,25 @@ def measure(args, run_dir, load_path=None):
         cmd += ["--threads", str(args.threads)]
     # The reference's own start (ignored by a stage run, which loads the same checkpoint).
     cmd += ["--init-hf", os.path.join(run_dir, "init_hf")]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RefError(f"noise twin failed:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
+    chained = any(c.startswith("trainer.load_path=") and c.endswith("noise_twin") for c in cmd)
+    with open(os.path.join(run_dir, "noise_twin.log"), "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    return proc, chained
+
+
+def finish_twin(run_dir, proc, chained):
+    """Waits for the twin, then writes DIR/noise_floor.json."""
+    if proc.wait() != 0:
+        with open(os.path.join(run_dir, "noise_twin.log")) as f:
+            raise RefError(f"noise twin failed (exit {proc.returncode}):\n{f.read()[-4000:]}")
+    write_floor(run_dir, chained)
+
+
+def write_floor(run_dir, chained):
+    """DIR/noise_floor.json from DIR's records and DIR/noise_twin's."""
+    twin = os.path.join(run_dir, "noise_twin")
     ta, va = _records(run_dir)
     tb, vb = _records(twin)
-    chained = any(c.startswith("trainer.load_path=") and c.endswith("noise_twin") for c in cmd)
     out = {"method": "OLMo-core vs itself, every initial weight nudged up by 1 ulp "
                      "(torch.nextafter), same data, threads and code"
                      + (" (this stage continues the previous stage's twin)" if chained else ""),
@@ -93,3 +109,18 @@ def measure(args, run_dir, load_path=None):
         json.dump(out, f, indent=1)
     print("noise floor (largest |twin - reference|):",
           ", ".join(f"{k} {v:.3g}" for k, v in out["largest"].items() if v is not None))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: noise_floor.py REF_RUN_DIR (holding noise_twin/)")
+    d = os.path.abspath(sys.argv[1])
+    try:
+        if not os.path.isfile(os.path.join(d, "noise_twin", "metrics.jsonl")):
+            raise RefError(f"{d}/noise_twin/metrics.jsonl not found: "
+                           "not a reference run with a twin")
+        with open(os.path.join(d, "noise_twin", "reference.json")) as f:
+            lp = json.load(f).get("load_path") or ""
+        write_floor(d, "noise_twin" in lp)
+    except RefError as e:
+        sys.exit(f"noise_floor.py: {e}")

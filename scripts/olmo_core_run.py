@@ -21,7 +21,8 @@ uint32 token files and seed, in one CPU process (no process group, no compile, f
 tokens_digest: sum over the batch's token ids t at flat position i of (t+1)*(2i+1) mod 2^64
 (decimal string), so `olmo compare` can check the tokens of a step, not only their indices.
 --init-hf starts from those weights instead of OLMo-core's init; --nudge-ulp moves every initial
-weight up by one ulp (noise-floor runs). trainer.load_path may name a reference run dir (its
+weight up by one ulp (noise-floor runs); --noise-floor runs that twin as a second process
+alongside this one (scripts/noise_floor.py). trainer.load_path may name a reference run dir (its
 newest stepN) or an OLMo-core checkpoint: stage 2 (load_trainer_state false, optimizer state
 carried) as OLMo-core's own scripts do.
 Cost: OLMo-core's eager fp32 step plus, at each validation / eval point, one forward per batch.
@@ -173,12 +174,20 @@ def main():
                    "torch_version": torch.__version__, "threads": threads,
                    "nudge_ulp": args.nudge_ulp, "init_hf": init_hf, "load_path": load_path,
                    "t_max": t_max, "total_steps": total, "started": time.time()}, f, indent=1)
+    twin = []
+    if args.noise_floor:  # the twin runs alongside, from the start this run writes
+        recorder.on_init_hf = lambda: twin.append(noise_floor.start_twin(args, run_dir, load_path))
     recorder.start(tm.model, trainer.global_step)
-    trainer.fit()
+    try:
+        trainer.fit()
+    except BaseException:
+        for proc, _ in twin:
+            proc.kill()
+        raise
     recorder.finish()
     print(f"olmo_core_run: {recorder.last_step} steps; reference run in {run_dir}")
-    if args.noise_floor:
-        noise_floor.measure(args, run_dir, load_path)
+    if twin:
+        noise_floor.finish_twin(run_dir, *twin[0])
 
 
 if __name__ == "__main__":

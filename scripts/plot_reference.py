@@ -1,8 +1,9 @@
 """Picture of a side-by-side run (scripts/olmo_core_demo.sh): OUT/{ours1,ref1[,ours2,ref2]}.
 Top: train loss of olmo.cpp and OLMo-core per step (stage 2 drawn after stage 1). Bottom (log
 scale): |olmo.cpp - OLMo-core| of the loss and of the grad norm per step, against the noise
-floor (|OLMo-core - its 1-ulp twin|, running max) and the bound (20 x floor, train/reference_run.h).
-usage: plot_reference.py OUT --out PNG
+floor (|OLMo-core - its 1-ulp twin|, running max) and the bound (K x floor, K =
+validation.reference_floor_multiple, train/reference_run.h).
+usage: plot_reference.py OUT --out PNG [--floor-multiple K (20)]
 """
 import argparse
 import json
@@ -13,8 +14,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-K = 20.0
 
 
 def train(run):
@@ -48,7 +47,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--out", dest="png", required=True)
+    ap.add_argument("--floor-multiple", type=float, default=20.0)
     a = ap.parse_args()
+    K = a.floor_multiple
     stages = [stage(a.out, "ours1", "ref1", 0)]
     if os.path.exists(os.path.join(a.out, "ref2", "noise_floor.json")):
         stages.append(stage(a.out, "ours2", "ref2", int(stages[0]["x"][-1])))

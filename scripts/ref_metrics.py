@@ -90,6 +90,7 @@ class Recorder(Callback):
     def __init__(self, cfg, run_dir, total_steps, nudge_ulp=False):
         super().__init__()
         self.nudge_ulp = nudge_ulp
+        self.on_init_hf = None  # called once DIR/init_hf is written (starts the noise twin)
         self.cfg, self.run_dir, self.total = cfg, run_dir, total_steps
         self.V = int(cfg["model"]["vocab_size"])
         work = os.path.join(run_dir, "work")
@@ -123,6 +124,8 @@ class Recorder(Callback):
                     p.copy_(torch.nextafter(p, torch.full_like(p, float("inf"))))
         write_hf_dir(self.model, os.path.join(self.run_dir, "init_hf"),
                      int(self.cfg["data"]["seq_len"]))
+        if self.on_init_hf:
+            self.on_init_hf()
         s = self.trainer.global_step
         self.first_step = s
         self.window_first = s + 1

@@ -119,6 +119,8 @@ static void visit_fields(C& c, V&& v) {
   v("validation.tol_loss", c.validation.tol_loss, "");
   v("validation.tol_gap", c.validation.tol_gap, "");
   v("validation.tol_entropy", c.validation.tol_entropy, "");
+  v("validation.reference_floor_multiple", c.validation.reference_floor_multiple,
+    "OLMo-core reference: bound = this x its noise floor (1-ulp twin spread)");
   v("validation.max_gap", c.validation.max_gap, "0 = off");
   v("validation.stop_on_alarm", c.validation.stop_on_alarm, "");
   v("audit.enabled", c.audit.enabled, "");
@@ -551,6 +553,10 @@ void validate(const Config& c, bool check_files) {
     OLMO_CHECK(c.validation.tol_loss > 0 && c.validation.tol_gap > 0 &&
                    c.validation.tol_entropy > 0,
                at(c, "validation.tol_loss"), " / tol_gap / tol_entropy must be > 0");
+    OLMO_CHECK(std::isfinite(c.validation.reference_floor_multiple) &&
+                   c.validation.reference_floor_multiple > 0,
+               at(c, "validation.reference_floor_multiple"), " must be a number > 0, not ",
+               c.validation.reference_floor_multiple);
     OLMO_CHECK(c.audit.reread_rows >= 0, at(c, "audit.reread_rows"), " must be >= 0");
     OLMO_CHECK(c.audit.stats_window >= 1, at(c, "audit.stats_window"), " must be >= 1");
     OLMO_CHECK(c.audit.max_alarms >= 1, at(c, "audit.max_alarms"), " must be >= 1");

@@ -81,6 +81,9 @@ struct ValidationSection {
   double tol_loss = 0.25;            // |held-out loss - reference| (nats)
   double tol_gap = 0.25;             // |train-minus-held-out gap - reference| (nats)
   double tol_entropy = 0.5;          // |entropy - reference| (served: bits, model: nats)
+  // Against an OLMo-core reference run (train/reference_run.h): the bound on each close
+  // quantity, in multiples of the reference's own noise floor (its 1-ulp twin's spread).
+  double reference_floor_multiple = 20.0;
   double max_gap = 0;                // alarm when held-out - train loss exceeds this (0 = off)
   bool stop_on_alarm = false;
 };

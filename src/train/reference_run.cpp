@@ -115,7 +115,7 @@ ReferenceRun load_reference_run(const std::string& dir) {
 }
 
 double reference_bound(const ReferenceRun& ref, const std::string& q, int64_t step,
-                       double ref_value) {
+                       double ref_value, double multiple) {
   auto it = ref.floor.find(q);
   if (it == ref.floor.end()) return std::nan("");
   double env = -1;
@@ -124,14 +124,19 @@ double reference_bound(const ReferenceRun& ref, const std::string& q, int64_t st
     env = std::max(env, v);
   }
   if (env < 0) return std::nan("");
-  return kNoiseMultiple * env + kRelSlack * std::fabs(ref_value);
+  return multiple * env + kRelSlack * std::fabs(ref_value);
 }
 
-ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref) {
+ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref,
+                                           std::optional<double> multiple) {
   ReferenceComparison out;
   const std::string our_cfg_path = (fs::path(run_dir) / "config.yaml").string();
   OLMO_CHECK(fs::exists(our_cfg_path), run_dir, ": no config.yaml (not a run dir?)");
   Config ours = load_config(our_cfg_path);
+  const double mult = multiple.value_or(ours.validation.reference_floor_multiple);
+  OLMO_CHECK(std::isfinite(mult) && mult > 0, "noise-floor multiple must be a number > 0, not ",
+             mult);
+  out.multiple = mult;
   Config theirs = load_config((fs::path(ref.dir) / "config.yaml").string());
   {
     auto a = comparable_config(ours), b = comparable_config(theirs);
@@ -160,7 +165,7 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
                   const std::string& bound) { out.failures.push_back({s, q, a, b, bound}); };
   auto close = [&](int64_t s, const std::string& q, double a, double b,
                    const std::string& floor_key = "") {
-    const double bound = reference_bound(ref, floor_key.empty() ? q : floor_key, s, b);
+    const double bound = reference_bound(ref, floor_key.empty() ? q : floor_key, s, b, mult);
     auto& sum = out.summary[q];
     if (!std::isfinite(a) && !std::isfinite(b)) return;
     ++sum.checked;
@@ -169,7 +174,7 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
       fail(s, q, g(a), g(b), std::isfinite(bound) ? g(bound) : "no noise floor");
     }
     if (std::isfinite(d) && d > sum.max_abs) sum.max_abs = d, sum.max_abs_step = s;
-    const double env = (bound - kRelSlack * std::fabs(b)) / kNoiseMultiple;
+    const double env = (bound - kRelSlack * std::fabs(b)) / mult;
     if (std::isfinite(env)) {
       sum.max_floor = std::max(sum.max_floor, env);
       // The floor cannot be resolved below one fp32 ulp of the recorded value.

@@ -16,15 +16,18 @@
 //   exact   instances (the global instance indices of each step), tokens_digest (the tokens
 //           OLMo-core served vs our dataset's tokens at our indices), lr (bit-equal doubles),
 //           skipped, served_entropy_bits (|diff| <= 1e-9)
-//   close   |ours - ref| <= kNoiseMultiple * envelope(step) + kRelSlack * |ref|, envelope(step) =
+//   close   |ours - ref| <= multiple * envelope(step) + kRelSlack * |ref|, envelope(step) =
 //           the largest noise-floor difference of that quantity at any step <= step (the
-//           spread only grows in a chaotic system; a lucky small value must not tighten it).
+//           spread only grows in a chaotic system; a lucky small value must not tighten it);
+//           multiple = validation.reference_floor_multiple of the compared run's config
+//           (default 20) unless the caller gives one (`olmo compare --floor-multiple X`).
 // Errors (olmo::Error) name the dir and the missing piece: not a reference run, incomplete run
 // (no end record, missing steps or files), a run without instance indices
 // (trainer.log_batch_indices), a model/data config that differs (field by field).
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,9 +37,6 @@
 
 namespace olmo::train {
 
-// olmo.cpp may deviate from OLMo-core by this many noise floors (the floor is OLMo-core against
-// itself after a 1-ulp nudge of every initial weight; see bench/results/olmo_core_reference.md).
-constexpr double kNoiseMultiple = 20.0;
 // Relative slack on top (covers steps where the floor is 0 to float precision).
 constexpr double kRelSlack = 1e-6;
 
@@ -53,10 +53,11 @@ struct ReferenceRun {
 bool is_reference_run(const std::string& dir);
 // Reads and checks a complete reference run. Throws naming dir and the missing piece.
 ReferenceRun load_reference_run(const std::string& dir);
-// The bound for `quantity` ("train.loss", "validation.model_entropy", ...) at `step`; NaN when
-// the floor has no value at or before step.
+// The bound for `quantity` ("train.loss", "validation.model_entropy", ...) at `step`:
+// multiple x envelope(step) + kRelSlack x |ref_value|; NaN when the floor has no value at or
+// before step.
 double reference_bound(const ReferenceRun& ref, const std::string& quantity, int64_t step,
-                       double ref_value);
+                       double ref_value, double multiple);
 
 struct Deviation {
   int64_t step = 0;
@@ -79,11 +80,15 @@ struct ReferenceComparison {
   std::map<std::string, QuantitySummary> summary;
   int64_t steps = 0;       // train steps compared
   int64_t first_step = 0;  // the run's first step (later than 1 after a migration)
+  double multiple = 0;     // the noise-floor multiple the bounds used
 };
 
 // Compares the olmo.cpp run in run_dir (its config.yaml, metrics.jsonl, validation.jsonl) with
 // ref, from the run's first train step on (a run continued from an imported OLMo-core checkpoint
-// is compared with the reference continuing itself). Throws on a config mismatch (model.* / data.*) or a run without instance indices.
-ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref);
+// is compared with the reference continuing itself). multiple: the noise-floor multiple of the
+// bounds (> 0); nullopt = the run's validation.reference_floor_multiple. Throws on a config
+// mismatch (model.* / data.*), a run without instance indices or a multiple <= 0.
+ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref,
+                                           std::optional<double> multiple = std::nullopt);
 
 }  // namespace olmo::train

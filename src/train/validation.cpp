@@ -260,11 +260,12 @@ void Validation::compare_to_reference_run(Trainer& t, const json& rec, const jso
   const int64_t step = rec["step"].get<int64_t>();
   auto check = [&](const std::string& q, double a, double b) {
     if (!std::isfinite(b)) return;
-    const double bound = reference_bound(*ref_run_, "validation." + q, step, b);
+    const double mult = t.config().validation.reference_floor_multiple;
+    const double bound = reference_bound(*ref_run_, "validation." + q, step, b, mult);
     if (!(std::fabs(a - b) <= bound))
       raise_alarm(t, "validation", q,
                   cat(q, " ", a, " vs OLMo-core reference ", b, " (|diff| ", std::fabs(a - b),
-                      " > bound ", bound, " = ", kNoiseMultiple, " noise floors)"),
+                      " > bound ", bound, " = ", mult, " noise floors)"),
                   stop);
   };
   for (const char* part : {"heldout", "gap"})

@@ -24,7 +24,7 @@
 // with stop_on_alarm, stops the run. max_gap > 0 alarms when held-out - train loss exceeds it.
 // A reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h) is compared
 // with its noise-floor bounds instead of the tol_* fields: held-out loss, gap, model and
-// marginal entropy within kNoiseMultiple x the floor, served entropy exactly (same tokens).
+// marginal entropy within reference_floor_multiple x the floor, served entropy exactly.
 // Resume: records after the resumed step are dropped; the first window after a resume starts
 // at the resumed step (window_steps says how long it was).
 // Cost per record: one held-out evaluation per set, entropy_instances forwards with full logits

@@ -6,7 +6,9 @@ scale (configs/tiny.yaml, 20 steps, random token files from tiny_data.py):
   2. `olmo train ... trainer.init_from_hf=REF/init_hf validation.reference=REF` raises no
      validation alarm and `olmo compare RUN REF` exits 0: instance indices, tokens, LR and skip
      decisions equal at every step, loss / z-loss / grad norm / held-out loss / entropies within
-     kNoiseMultiple noise floors;
+     validation.reference_floor_multiple (20) noise floors; a smaller multiple (0.1, from the
+     run's config or `--floor-multiple`) turns the same comparison into exit 2, and the flag
+     overrides the config;
   3. one-hyperparameter typos in olmo.cpp's config are flagged by `olmo compare` (exit 2, naming
      the step and quantity) within 20 steps: beta2 0.95 -> 0.99, beta1 0.9 -> 0.91, eps 1e-8 ->
      1e-6, embedding weight decay 0 -> 0.1 (by loss / grad norm), lr x 1.1 (LR), z-loss off;
@@ -17,6 +19,7 @@ scale (configs/tiny.yaml, 20 steps, random token files from tiny_data.py):
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +70,25 @@ def main():
         check(rc == 0, f"olmo compare RUN REF exits 0 (got {rc})")
         check("tokens_digest" in out and "instances" in out and "validation.model_entropy" in out,
               "the comparison covers tokens, indices and validation entropies")
+        check("bound: 20 x" in out, "default noise-floor multiple 20")
+        # The multiple decides the verdict: 0.1 floors flags the same honest run, from the run's
+        # config or from the flag; the flag overrides the config.
+        rc, out = compare(ours, ref, "--floor-multiple", "0.1")
+        check(rc == 2 and "bound: 0.1 x" in out, f"--floor-multiple 0.1: exit 2 (got {rc})")
+        strict = os.path.join(tmp, "ours_strict")
+        shutil.copytree(ours, strict, ignore=shutil.ignore_patterns("step*"))
+        cfg = open(os.path.join(strict, "config.yaml")).read()
+        cfg2 = re.sub(r"reference_floor_multiple: \S+", "reference_floor_multiple: 0.1", cfg)
+        check(cfg2 != cfg, "run config.yaml holds validation.reference_floor_multiple")
+        open(os.path.join(strict, "config.yaml"), "w").write(cfg2)
+        rc, out = compare(strict, ref)
+        check(rc == 2 and first_violation(out)[0] is not None,
+              f"validation.reference_floor_multiple=0.1 in the run's config: exit 2 (got {rc})")
+        rc, out = compare(strict, ref, "--floor-multiple", "20")
+        check(rc == 0, f"--floor-multiple 20 overrides the config's 0.1 (got {rc})")
+        rc, out = compare(ours, ref, "--floor-multiple", "0")
+        check(rc == 1 and "--floor-multiple must be a number > 0" in out,
+              "--floor-multiple 0 refused: " + out.strip()[-120:])
 
         # 3. One-hyperparameter typos, flagged within 20 steps.
         loss_like = ("train.loss", "train.grad_norm", "train.z_loss")

@@ -36,8 +36,8 @@ def reference(config, overrides, run_dir, noise_floor=True):
                   *(["--noise-floor"] if noise_floor else []))
 
 
-def compare(run, ref):
-    p = tiny_data.olmo("compare", run, ref, "--no-plot", check=False)
+def compare(run, ref, *flags):
+    p = tiny_data.olmo("compare", run, ref, "--no-plot", *flags, check=False)
     return p.returncode, p.stdout + p.stderr
 
 
