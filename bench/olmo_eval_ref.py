@@ -28,6 +28,7 @@ task's. Every sample goes through ds.collate_fn([sample]), the model, ICLMetric.
 
 Commands:
   run      [--tasks fast] [--ctx 2048] [--threads 2] [--chunk-tokens 40000] [--cache DIR]
+           [--max-docs N]   scores every document not in the cache yet, then exits
   compare  [--tasks fast] [--ctx 2048] [--cache DIR] [--threads 2] [--md FILE]
            Re-exports the model (hash check), then per task: the reference metrics over the
            covered documents (ICLMetric.compute() on the cached state), ours from
@@ -235,6 +236,8 @@ def cmd_run(a):
     model = Olmo3ForCausalLM.from_pretrained(mdir, torch_dtype=torch.float32).eval()
     labels = labels_of(a.tasks)
     all_docs = totals(key, labels, sub, tok, a.ctx)
+    if a.max_docs:
+        all_docs = {l: v[:a.max_docs] for l, v in all_docs.items()}
     done = {l: {d for c in load_chunks(key, l) for d in c["docs"]} for l in labels}
     tok_per_doc = {}
     while True:
@@ -434,6 +437,8 @@ def main():
     p.add_argument("--chunk-tokens", type=int, default=40000,
                    help="query tokens per chunk (about a minute of the reference on 2 cores)")
     p.add_argument("--cache", default=os.path.join(ROOT, "data", "olmo_eval_ref_cache"))
+    p.add_argument("--max-docs", type=int, default=0,
+                   help="run: stop each task after its N smallest doc_ids (0 = all)")
     p.add_argument("--md", help="compare: also write the table to this file")
     a = p.parse_args()
     if not os.path.exists(os.path.join(DATA, "manifest.json")):
