@@ -123,6 +123,7 @@ def model_dir(cache, ctx):
             print(f"note: the re-exported model ({st[:16]}) is not the one cached in {others}: "
                   "the export is no longer bit-identical; starting a new cache", flush=True)
         os.makedirs(key, exist_ok=True)
+        sh(["rm", "-rf", os.path.join(key, "model")])  # a start killed before its meta.json
         os.replace(os.path.join(tmp, "model"), os.path.join(key, "model"))
         sh(["rm", "-rf", tmp])
         write_atomic(meta, json.dumps({
