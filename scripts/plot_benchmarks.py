@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Plot the in-loop benchmark scores and canary exposure of a run (RUN_DIR/metrics.jsonl records
-of kind "benchmark" and "exposure", written by src/train/benchmark_callback.cpp) to a PNG.
+of kind "benchmark" and "exposure", written by src/train/benchmark_callback.cpp, and "downstream",
+OLMo 3's own tasks, written by src/train/olmo_benchmark_callback.cpp) to a PNG.
 
 usage: plot_benchmarks.py RUN_DIR [--out RUN_DIR/benchmarks.png]
 Left: acc and acc_len_norm per suite over steps (chance = 1/choices dotted). Middle: bits per
 byte of the gold continuation per suite. Right: mean exposure per repetition count over steps
-(count 0 = the never-inserted controls; log2 |R| dashed = full memorisation). If a step appears
-twice (a resumed run), the last record wins. Prints the path of the PNG and a table of the last
-step's figures.
+(count 0 = the never-inserted controls; log2 |R| dashed = full memorisation). With downstream
+records, a fourth panel: the BPB v2 of each OLMo 3 bpb task over steps; the other tasks'
+reported metric (accuracy, length-normalized accuracy: the record's "primary") joins the left
+panel. If a step appears twice (a resumed run), the last record wins. Prints the path of the
+PNG and a table of the last step's figures (downstream: first -> last step).
 """
 import argparse
 import json
@@ -21,6 +24,17 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def primary(r):
+    """The name of the metric OLMo-core reports for a downstream record's task (records written
+    before "primary" existed: BPB v2 if present, else accuracy)."""
+    bpb = f"eval/downstream/{r['task']} (BPB v2)"
+    return r.get("primary") or (bpb if bpb in r else f"eval/downstream/{r['task']} (accuracy)")
+
+
+def fmt(v):
+    return "n/a" if v is None else f"{v:.4f}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir")
@@ -30,7 +44,7 @@ def main():
     path = os.path.join(a.run_dir, "metrics.jsonl")
     if not os.path.exists(path):
         sys.exit(f"plot_benchmarks.py: {path}: no metrics file")
-    bench, expo = {}, {}
+    bench, expo, down = {}, {}, {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             try:
@@ -41,16 +55,29 @@ def main():
                 bench.setdefault(r["suite"], {})[r["step"]] = r
             elif r.get("kind") == "exposure":
                 expo[r["step"]] = r
-    if not bench and not expo:
-        sys.exit(f"plot_benchmarks.py: {path}: no benchmark or exposure records "
+            elif r.get("kind") == "downstream":
+                down.setdefault(r["task"], {})[r["step"]] = r
+    if not bench and not expo and not down:
+        sys.exit(f"plot_benchmarks.py: {path}: no benchmark, exposure or downstream records "
                  "(is the config's benchmarks: section set?)")
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, ax = plt.subplots(1, 4 if down else 3, figsize=(20 if down else 15, 4.2))
     for suite, rs in sorted(bench.items()):
         steps = sorted(rs)
         l, = ax[0].plot(steps, [rs[s]["acc"] for s in steps], "o-", label=f"{suite} acc")
         ax[0].plot(steps, [rs[s]["acc_len_norm"] for s in steps], "s--", color=l.get_color(),
                    label=f"{suite} acc_len_norm")
         ax[1].plot(steps, [rs[s]["bpb"] for s in steps], "o-", label=suite)
+    for task, rs in sorted(down.items()):
+        steps = sorted(rs)
+        name = primary(rs[steps[-1]])
+        is_bpb = name.endswith("(BPB v2)") or name.endswith("(CE loss v2)")
+        ax[3 if is_bpb else 0].plot(steps, [rs[s].get(name) for s in steps], "^-",
+                                    label=name.replace("eval/downstream/", ""))
+    if down:
+        ax[3].set(title="OLMo 3 downstream tasks (BPB v2)",
+                  xlabel="step")
+        ax[3].legend(fontsize=7)
+        ax[3].grid(alpha=0.3)
     ax[0].axhline(1 / a.choices, ls=":", color="gray", label="chance")
     ax[0].set(title="ranked classification accuracy", xlabel="step", ylim=(0, 1))
     ax[1].set(title="bits per byte (gold continuation)", xlabel="step")
@@ -78,6 +105,11 @@ def main():
         r = rs[s]
         print(f"step {s} {suite:14s} acc {r['acc']:.3f} acc_len_norm {r['acc_len_norm']:.3f} "
               f"bpb {r['bpb']:.3f} ({r['items']} items)")
+    for task, rs in sorted(down.items()):
+        first, last = min(rs), max(rs)
+        name = primary(rs[last])
+        print(f"step {first} -> {last} {name.replace('eval/downstream/', ''):58s} "
+              f"{fmt(rs[first].get(name))} -> {fmt(rs[last].get(name))} ({rs[last]['docs']} docs)")
     if expo:
         s = max(expo)
         line = " ".join(f"x{c}: {v['mean']:.2f}" for c, v in

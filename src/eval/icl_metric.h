@@ -23,11 +23,17 @@
 //
 // Cost: per document, each distinct truncated prefix (the context, normally shared by all
 // choices) runs once through the KV-cache decoder (model/kv_cache.h); the choices then continue
-// from copies of its cache, one token per step, all choices of the document in one batch. A
+// from copies of its cache, one token per step, up to `group` multi-token choices per batch. A
 // document with a single continuation (bpb tasks) runs as one forward with the LM head on the
-// continuation positions only (Olmo3::forward_loss). Memory: a KV cache of (most choices of a
-// document + 1) sequences x the task's longest query (<= max_len) positions, per task. The
-// decoder runs the weights in fp32 whatever the model's precision.
+// continuation positions only (Olmo3::forward_loss). The decoder runs the weights in fp32
+// whatever the model's precision.
+// Memory (plan_icl_kv): one KV sequence costs sum over layers of 2 x slots x kv_dim x 4 bytes
+// (slots = the task's longest query, <= max_len, or the layer's window); the cache holds
+// 1 + group sequences: sequence 0 the context, 1..group the continuations. group = the most
+// multi-token choices of a document, cut so the cache fits kv_budget bytes, but never below 1:
+// the floor is 2 sequences (OLMo 3 7B at 8192: 2 x 5.37 GB). fast_mc tasks need sequence 0 only;
+// tasks with one continuation per document need no cache. Results do not depend on group beyond
+// the decoder's float rounding at a different batch width.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -49,6 +55,14 @@ struct IclDocScore {
   bool truncated = false;     // some query lost context tokens to max_len
 };
 
+// The KV cache a task is scored with (see Memory above); batch 0 = no decoder.
+struct IclKvPlan {
+  int64_t batch = 0;     // KV sequences: 0, 1 (fast_mc) or 1 + group
+  int64_t group = 0;     // multi-token continuations decoded together
+  int64_t length = 0;    // positions per sequence: the longest query (<= max_len)
+  size_t bytes = 0;      // the cache's fp32 K and V
+};
+
 struct IclTaskResult {
   std::string label, metric_type;
   std::map<std::string, float> metrics;  // ICLMetric.compute keys (bpb_v2, acc_v1, ...)
@@ -56,12 +70,18 @@ struct IclTaskResult {
   int64_t truncated_rows = 0;  // rows whose query was left-truncated to max_len
   int64_t tokens = 0;          // query tokens the reference would run (sum of |query|)
   int64_t forwarded = 0;       // tokens our scorer actually ran through the model
+  IclKvPlan kv;                // the KV cache it allocated
   double seconds = 0;
 };
 
+constexpr size_t kIclKvBudget = size_t(4) << 30;  // 4 GiB
+IclKvPlan plan_icl_kv(const model::ModelConfig& c, const IclTask& task, int64_t max_len,
+                      size_t kv_budget = kIclKvBudget);
+
 // Scores a loaded task. max_len: the model context (olmo_eval's model_ctx_len), <= the model's
-// max_seq_len.
-IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len);
+// max_seq_len. kv_budget: bytes the KV cache may take beyond its floor (plan_icl_kv).
+IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len,
+                             size_t kv_budget = kIclKvBudget);
 
 // Task metrics from per-document scores (exposed for tests); fills r.metrics and each pred.
 void compute_icl_metrics(const IclTask& task, IclTaskResult& r);

@@ -36,6 +36,15 @@ KvCache::KvCache(const ModelConfig& c, int64_t batch, int64_t max_len)
   }
 }
 
+size_t KvCache::bytes_for(const ModelConfig& c, int64_t batch, int64_t max_len) {
+  size_t slots = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const int64_t w = c.layer_window[size_t(l)];
+    slots += size_t(w > 0 ? std::min(w, max_len) : max_len);
+  }
+  return 2 * size_t(batch) * slots * size_t(c.kv_dim()) * sizeof(float);
+}
+
 size_t KvCache::bytes() const {
   size_t n = 0;
   for (auto& b : k_) n += b.size();

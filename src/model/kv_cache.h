@@ -40,6 +40,8 @@ class KvCache {
   void set_length(int64_t b, int64_t n) { len_[size_t(b)] = n; }
   void reset(int64_t b) { len_[size_t(b)] = 0; }
   size_t bytes() const;
+  // bytes() of a cache of this shape, without allocating it.
+  static size_t bytes_for(const ModelConfig& c, int64_t batch, int64_t max_len);
 
  private:
   int64_t stride(int64_t layer) const { return slots_[size_t(layer)] * kv_dim_; }

@@ -39,8 +39,9 @@ void OlmoBenchmarkCallback::evaluate(Trainer& t) {
                 {"seconds", r.seconds}};
     for (const auto& [key, v] : r.metrics)
       rec[eval::olmo_metric_name(r.label, key)] = std::isfinite(v) ? json(v) : json(nullptr);
-    t.metrics().write(rec);
     const std::string pk = eval::primary_metric_key(r.metric_type);
+    rec["primary"] = eval::olmo_metric_name(r.label, pk);
+    t.metrics().write(rec);
     std::snprintf(buf, sizeof buf, "downstream step %lld %s %s %.4f (%zu docs, %.1fs)",
                   (long long)t.step(), r.label.c_str(), pk.c_str(), double(r.metrics.at(pk)),
                   r.docs.size(), r.seconds);

@@ -6,6 +6,7 @@
 // the documents with the smallest doc_ids (0 = all); the model context of the queries is
 // data.seq_len (OLMo-core: the train module's max sequence length).
 //   metrics.jsonl  {"kind": "downstream", "step", "task", "docs", "truncated", "seconds",
+//                   "primary": the name of the metric OLMo-core reports for the task,
 //                   "eval/downstream/<task> (<metric>)": value, ...}   one per task, the names
 //                  exactly as OLMo-core logs them
 //   console        one line per task with its primary metric.

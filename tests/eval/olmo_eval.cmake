@@ -6,7 +6,12 @@
 #   eval_olmo_eval_cli     `olmo evaluate` bad input: unknown label (nearest suggested), data
 #                          missing (script named), malformed row (file:line); the in-loop
 #                          callback writes the OLMo-core names into metrics.jsonl
+#   eval_olmo_eval_ref_resume  bench/olmo_eval_ref.py (the reference on the whole fast set,
+#                          cached per chunk) killed mid-run resumes without rescoring or losing a
+#                          chunk, and its compare step passes on the covered documents
 olmo_py_test(eval_olmo_eval_parity ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_parity.py)
 olmo_py_test(eval_olmo_eval_cli ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_cli.py)
-set_tests_properties(eval_olmo_eval_parity eval_olmo_eval_cli PROPERTIES LABELS eval
+olmo_py_test(eval_olmo_eval_ref_resume ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_ref_resume.py)
+set_tests_properties(eval_olmo_eval_parity eval_olmo_eval_cli eval_olmo_eval_ref_resume
+                     PROPERTIES LABELS eval
                      SKIP_RETURN_CODE 77)

