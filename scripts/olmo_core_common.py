@@ -60,6 +60,8 @@ REFUSED_UNLESS = {
     "trainer.hard_stop_epochs": ([0], "no epoch hard stop in the reference"),
     "benchmarks.suites": ([{}, None], "benchmark suites are olmo.cpp's (set benchmarks.suites={})"),
     "benchmarks.canaries": ([""], "canary exposure is olmo.cpp's"),
+    "benchmarks.tasks": ([[], None], "OLMo in-loop tasks are not wired into the reference "
+                                     "(set benchmarks.tasks=[])"),
 }
 SCHEDULERS = ("cos_with_warmup", "half_cos_with_warmup", "linear_with_warmup", "constant",
               "constant_with_warmup", "wsd")

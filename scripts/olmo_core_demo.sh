@@ -29,7 +29,7 @@ PY=.venv/bin/python
   { echo "data/tokens/train.mix or data/tokens/val_id missing: run make corpus" >&2; exit 1; }
 mkdir -p "$OUT"
 COMMON=(configs/demo.yaml "validation.interval=$VAL_INTERVAL" eval.at_start=false eval.interval=0
-        "benchmarks.suites={}" "benchmarks.canaries=" model.precision=fp32 trainer.progress=off
+        "benchmarks.suites={}" "benchmarks.canaries=" "benchmarks.tasks=[]" model.precision=fp32 trainer.progress=off
         trainer.peak_interval=-1)
 S1=(trainer.max_steps=$STEPS trainer.save_interval=$STEPS)
 S2=(data.seed=1337 optim.lr=1e-3 scheduler.name=linear_with_warmup scheduler.warmup_steps=0
