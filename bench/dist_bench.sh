@@ -6,16 +6,24 @@
 # Prints one line per setting and a last line exactly
 #   exact_cost_np1=N.NN% exact_cost_np2=N.NN% comm_share_np2_exact=N.N% comm_share_np2_fast=N.N%
 # (exact_cost = mean step time exact / fast - 1 at the same world size).
-# Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--vocab 8192] [--seq 256]
-#                            [--batch 8] [--micro 2] [--steps 4] [--rounds 2]
+# With trainer.profile on, it also prints per setting the mean per-step time of the exact
+# path's parts (profile rows exact_convert = fixed-point conversion + accumulator adds,
+# exact_zero_grad = the per-micro-batch gradient clear, reduce_finish = staging / unpacking /
+# rounding, comm = waits inside communication calls) and the conversion cost in ns per
+# parameter per micro-batch. The machine's load average is printed before and after.
+# Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--heads d/64] [--ffn 8d/3 up to 256]
+#                            [--vocab 8192] [--seq 256] [--window "[s/4,s/4,s/4,-1]"]
+#                            [--precision fp32] [--batch 8] [--micro 2] [--steps 4] [--rounds 2]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-d=256 layers=4 vocab=8192 seq=256 batch=8 micro=2 steps=4 rounds=2
+d=256 layers=4 vocab=8192 seq=256 batch=8 micro=2 steps=4 rounds=2 heads= ffn= window= prec=fp32
 while [ $# -gt 0 ]; do
   case "$1" in
     --d-model) d=$2; shift 2 ;; --layers) layers=$2; shift 2 ;; --vocab) vocab=$2; shift 2 ;;
     --seq) seq=$2; shift 2 ;; --batch) batch=$2; shift 2 ;; --micro) micro=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;; --rounds) rounds=$2; shift 2 ;;
+    --heads) heads=$2; shift 2 ;; --ffn) ffn=$2; shift 2 ;; --window) window=$2; shift 2 ;;
+    --precision) prec=$2; shift 2 ;;
     *) echo "dist_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -26,12 +34,17 @@ trap 'rm -rf "$out"' EXIT
 mkdir -p "$out/data"
 "$py" -c "import numpy as np; np.random.default_rng(0).integers(2, 512, $((seq * batch * (steps + 2))), dtype=np.uint32).tofile('$out/data/part-0.npy')"
 echo "bench,data/part-0.npy" > "$out/train.mix"
-ffn=$(( (8 * d / 3 + 255) / 256 * 256 ))
+[ -n "$ffn" ] || ffn=$(( (8 * d / 3 + 255) / 256 * 256 ))
+[ -n "$heads" ] || heads=$((d / 64))
+[ -n "$window" ] || window="[$((seq / 4)),$((seq / 4)),$((seq / 4)),-1]"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+
 common=(data.mix="$out/train.mix" data.seq_len=$seq data.global_batch_tokens=$((seq * batch))
         data.micro_batch_tokens=$((seq * micro)) trainer.max_steps=$steps trainer.threads=1
-        model.d_model=$d model.n_layers=$layers model.n_heads=$((d / 64)) model.n_kv_heads=$((d / 64))
-        model.ffn_hidden=$ffn model.vocab_size=$vocab "model.window_pattern=[$((seq / 4)),$((seq / 4)),$((seq / 4)),-1]"
-        trainer.peak_interval=0 eval.at_start=false trainer.progress=off)
+        model.d_model=$d model.n_layers=$layers model.n_heads=$heads model.n_kv_heads=$heads
+        model.ffn_hidden=$ffn model.vocab_size=$vocab "model.window_pattern=$window"
+        model.precision=$prec trainer.peak_interval=0 eval.at_start=false trainer.progress=off
+        trainer.profile=true)
 "$olmo" info --preset olmo3-7b >/dev/null
 for r in $(seq 1 "$rounds"); do
   for np_ in 1 2; do
@@ -42,15 +55,22 @@ for r in $(seq 1 "$rounds"); do
     done
   done
 done
-"$py" - "$out" "$rounds" <<'PY'
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$py" - "$out" "$rounds" "$batch" "$micro" <<'PY'
 import json, os, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, batch, micro = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+parts = ("exact_convert", "exact_zero_grad", "reduce_finish", "comm")
 res = {}
 for np_ in (1, 2):
     for mode in ("exact", "fast"):
         st, cm, tps, mfu = [], [], [], []
+        prof = {k: [] for k in parts}
         for r in range(1, rounds + 1):
             recs = [json.loads(l) for l in open(os.path.join(out, f"run-{np_}-{mode}-{r}", "metrics.jsonl"))]
+            for p in [x for x in recs if x.get("kind") == "profile"][:1]:  # rank 0's
+                rows = {row["op"]: row["seconds"] for row in p["rows"]}
+                for k in parts:
+                    prof[k].append(rows.get(k, 0.0))
             info = [x for x in recs if x.get("event") == "start"][0]
             tr = [x for x in recs if x.get("kind") == "train"][1:]
             st += [x["step_s"] for x in tr]; cm += [x["comm_s"] for x in tr]
@@ -58,7 +78,14 @@ for np_ in (1, 2):
         m = lambda v: sum(v) / len(v)
         res[(np_, mode)] = (m(st), m(cm))
         print(f"np {np_} {mode:5s}: step {m(st):.3f} s, comm {m(cm):.3f} s ({100*m(cm)/m(st):.1f}%), "
-              f"{m(tps):.0f} tokens/s, MFU {m(mfu):.1f}%, params {info['params']:,}")
+              f"{m(tps):.0f} tokens/s, MFU {m(mfu):.1f}%, params {info['params']:,}, "
+              f"precision {info.get('precision', '?')}, accumulator {info.get('exact_accumulator', '-')}")
+        if prof["comm"]:
+            mb = batch // micro // np_  # micro-batches per rank per step
+            pr = {k: m(v) for k, v in prof.items()}
+            print("    profile per step (rank 0): " + ", ".join(f"{k} {v:.3f} s ({100*v/m(st):.1f}%)" for k, v in pr.items())
+                  + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/micro-batch"
+                     f" ({mb} micro-batches/rank)" if mode == "exact" else ""))
 c1 = 100 * (res[(1, "exact")][0] / res[(1, "fast")][0] - 1)
 c2 = 100 * (res[(2, "exact")][0] / res[(2, "fast")][0] - 1)
 s2e = 100 * res[(2, "exact")][1] / res[(2, "exact")][0]

@@ -10,6 +10,7 @@
 #include "command.h"
 #include "ckpt/checkpoint.h"
 #include "core/file_io.h"
+#include "dist/zero.h"
 #include "model/config.h"
 #include "model/config_json.h"
 #include "model/flops.h"
@@ -46,8 +47,9 @@ int run_info(int argc, char** argv) {
         "            rank moves per step (default 1)\n"
         "  --reduce  exact (default) or fast gradient reduction (see src/dist/zero.h)\n"
         "  --micro-batches  micro-batches per rank per step\n"
-        "  --exact-accumulator  local (default: one reduction per step) or sharded (ZeRO-2\n"
-        "            memory, one reduce-scatter per micro-batch)\n"
+        "  --exact-accumulator  auto (default: dist::local_accumulator, sharded above 8\n"
+        "            processes or at one micro-batch per rank), local (16 B/param, one\n"
+        "            reduction per step) or sharded (16 B/param / N, one per micro-batch)\n"
         "presets:");
     for (auto& n : preset_names()) std::printf(" %s", n.c_str());
     std::printf("\n");
@@ -87,8 +89,10 @@ int run_info(int argc, char** argv) {
   OLMO_CHECK(K >= 1, "--micro-batches must be >= 1");
   OLMO_CHECK(reduce == "exact" || reduce == "fast", "--reduce must be exact or fast, got '",
              reduce, "'");
-  const std::string acc = a.get("--exact-accumulator", "local");
-  OLMO_CHECK(acc == "local" || acc == "sharded", "--exact-accumulator must be local or sharded");
+  const std::string acc_arg = a.get("--exact-accumulator", "auto");
+  OLMO_CHECK(acc_arg == "auto" || acc_arg == "local" || acc_arg == "sharded",
+             "--exact-accumulator must be auto, local or sharded, got '", acc_arg, "'");
+  const std::string acc = olmo::dist::local_accumulator(acc_arg, W, K) ? "local" : "sharded";
   MemoryPlan m = memory_plan(c, S, mb, W, reduce == "exact", K, acc == "local");
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
@@ -110,6 +114,7 @@ int run_info(int argc, char** argv) {
     j["olmo_core_flops_per_token"] = fo;
     j["memory"] = {{"processes", m.processes},
                    {"reduce", reduce},
+                   {"exact_accumulator", acc},
                    {"weights_bytes", m.weights},
                    {"grads_bytes", m.grads},
                    {"adam_moments_bytes", m.adam_moments},

@@ -33,7 +33,7 @@ int run_launch(int argc, char** argv) {
         "when slots come back the job stops at its next checkpoint and grows. The world size is\n"
         "the largest the slots allow that divides the micro-batches of a step. Events (launch,\n"
         "failure, resize with step and world sizes, done) go to RUN_DIR/launch.jsonl and stdout.\n"
-        "Use dist.reduce=exact: then every world size gives the same bits.\n"
+        "With dist.reduce=exact (the default) every world size gives the same bits.\n"
         "  --np N                 N local slots\n"
         "  --hosts H:S,...        hosts and slots (probed through the remote shell)\n"
         "  --hostfile FILE        lines 'HOST slots=N', re-read while the run goes on\n"

@@ -11,6 +11,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "data/fsl_dataset.h"
+#include "dist/zero.h"
 #include "model/flops.h"
 #include "train/callbacks.h"
 #include "train/config.h"
@@ -57,13 +58,14 @@ void dry_run(const olmo::train::Config& c) {
   int64_t micro = c.data.micro_batch_tokens / c.data.seq_len;
   const int64_t W = std::max<int64_t>(1, c.data.processes);
   const bool exact = c.dist.reduce == "exact";
+  const bool local_acc = dist::local_accumulator(c.dist.exact_accumulator, W, train::micro_batches(c));
   model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro, W, exact,
-                                            train::micro_batches(c),
-                                            c.dist.exact_accumulator == "local");
+                                            train::micro_batches(c), local_acc);
   std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens, %lld process%s "
-              "(data.processes; 0 = the launched world), ZeRO-1/2, dist.reduce %s)\n",
+              "(data.processes; 0 = the launched world), ZeRO-1/2, dist.reduce %s%s)\n",
               (long long)micro, (long long)c.data.seq_len, (long long)W, W == 1 ? "" : "es",
-              c.dist.reduce.c_str());
+              c.dist.reduce.c_str(),
+              exact ? (local_acc ? ", local accumulator" : ", sharded accumulator") : "");
   std::printf("weights %.3f GiB, grads %.3f GiB, AdamW moments %.3f GiB, gradient shard %.3f "
               "GiB, exact accumulator %.3f GiB, activations %.3f GiB, total %.3f GiB\n",
               gib(mp.weights), gib(mp.grads), gib(mp.adam_moments), gib(mp.grad_shard),

@@ -86,13 +86,21 @@ static inline uint32_t fx_run(uint64_t* lo, uint64_t* hi, const float* x, int64_
   for (; i + kLanes <= n; i += kLanes) {
     u64v vlo, vhi, alo, ahi;
     const u64v bits = fx_load_bits(x + i);
-    if (kAccumulate) {
-      // Adding +-0 changes nothing: skip the accumulator's read-modify-write for all-zero
-      // vectors (the embedding gradient is zero outside the rows of the micro-batch's tokens).
+    // All-zero vectors (the embedding gradient is zero outside the rows of the micro-batch's
+    // tokens): adding +-0 changes nothing, so the accumulator's read-modify-write is skipped;
+    // a conversion stores zeros without the arithmetic.
+    {
       u64v nz = bits & 0x7fffffffull;
       uint64_t any = 0;
       for (int l = 0; l < kLanes; ++l) any |= nz[l];
-      if (any == 0) continue;
+      if (any == 0) {
+        if (!kAccumulate) {
+          const u64v z = {};
+          __builtin_memcpy(lo + i, &z, sizeof z);
+          __builtin_memcpy(hi + i, &z, sizeof z);
+        }
+        continue;
+      }
     }
     bad |= fx_split(bits, vlo, vhi);
     if (kAccumulate) {

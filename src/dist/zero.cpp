@@ -23,6 +23,14 @@ ReduceMode parse_reduce_mode(const std::string& s) {
   throw Error(cat("dist.reduce must be exact or fast, got '", s, "'"));
 }
 
+bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank) {
+  if (setting == "local") return true;
+  if (setting == "sharded") return false;
+  if (setting != "auto")
+    throw Error(cat("dist.exact_accumulator must be auto, local or sharded, got '", setting, "'"));
+  return world == 1 || (world <= kLocalAccumulatorMaxWorld && micro_batches_per_rank > 1);
+}
+
 GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
                          bool local_accumulator)
     : comm_(comm), layout_(numel, size_t(comm.world())), mode_(mode),
@@ -55,8 +63,13 @@ size_t GradReducer::buffer_bytes() const {
 }
 
 void GradReducer::begin_step() {
-  std::fill(acc_lo_.begin(), acc_lo_.end(), uint64_t(0));
-  std::fill(acc_hi_.begin(), acc_hi_.end(), uint64_t(0));
+  // local: the step's first micro-batch overwrites the accumulator (convert_fixed: 0 + x = x,
+  // the same bits), so no 16 B/parameter clear and no read of zeros here.
+  if (!local_) {
+    std::fill(acc_lo_.begin(), acc_lo_.end(), uint64_t(0));
+    std::fill(acc_hi_.begin(), acc_hi_.end(), uint64_t(0));
+  }
+  fresh_ = true;
   bad_ = false;
 }
 
@@ -102,7 +115,10 @@ void GradReducer::add_micro_batch(const float* g) {
   const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
   bool bad = false;
   if (local_) {  // sum locally; one reduce-scatter in finish()
-    bad_ = accumulate_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel) || bad_;
+    bad_ = (fresh_ ? convert_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel)
+                   : accumulate_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel)) ||
+           bad_;
+    fresh_ = false;
     return;
   }
   // Rank block r of the staging buffer is [S low words | S high words] of bucket k of shard r.
@@ -136,6 +152,10 @@ void GradReducer::add_micro_batch(const float* g) {
 
 bool GradReducer::finish(const float* g, float* shard) {
   const size_t W = layout_.world, S = bucket_;
+  if (mode_ == ReduceMode::exact && local_ && fresh_) {  // no micro-batch this step: sum 0
+    std::fill(acc_lo_.begin(), acc_lo_.begin() + layout_.numel, uint64_t(0));
+    std::fill(acc_hi_.begin(), acc_hi_.begin() + layout_.numel, uint64_t(0));
+  }
   if (mode_ == ReduceMode::exact && W > 1 && local_) {
     // One integer reduce-scatter of the full local accumulators; each bucket of this rank's
     // shard is rounded to fp32 as it arrives.

@@ -88,8 +88,8 @@ Launcher::Launcher(const LaunchOptions& o) : o_(o) {
   request_ = run_dir_ + "/.resize_request";
   if (c.dist.reduce != "exact")
     note(cat("warning: dist.reduce=", c.dist.reduce, ": a run resized by the launcher follows "
-             "another trajectory than one that never was (set dist.reduce=exact for the same bits "
-             "on every world size)"));
+             "another trajectory than one that never was (the default dist.reduce=exact gives the "
+             "same bits on every world size)"));
   if (save_interval_ <= 0)
     note("warning: trainer.save_interval is 0: a failed job restarts from the beginning and the "
          "job never grows (it has no checkpoint boundary)");

@@ -52,6 +52,8 @@ void MetricsLogger::on_start(Trainer& t) {
               {"world", t.world()},
               {"dist_backend", t.comm().backend()},
               {"dist_reduce", t.config().dist.reduce},
+              {"exact_accumulator", t.reducer().mode() == dist::ReduceMode::fast
+                                        ? "none" : (t.reducer().local() ? "local" : "sharded")},
               {"optimizer_state_bytes_per_rank", opt_bytes},
               {"reducer_bytes_per_rank", red_bytes},
               {"grad_shard_bytes_per_rank", shard_bytes},

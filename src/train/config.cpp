@@ -109,7 +109,7 @@ static void visit_fields(C& c, V&& v) {
   v("trainer.check_memory", c.trainer.check_memory, "memory plan vs available memory");
   v("trainer.profile", c.trainer.profile, "per-op-class step profile at the end");
   v("dist.reduce", c.dist.reduce, "exact (world-size-independent bits) | fast (fp32)");
-  v("dist.exact_accumulator", c.dist.exact_accumulator, "local | sharded");
+  v("dist.exact_accumulator", c.dist.exact_accumulator, "auto | local | sharded");
   v("dist.bucket_mb", c.dist.bucket_mb, "");
   v("validation.interval", c.validation.interval, "0 = off");
   v("validation.sets", c.validation.sets, "label: path (empty: eval.sets)");
@@ -481,8 +481,9 @@ void validate(const Config& c, bool check_files) {
                  c.trainer.loss_normalization == "per_rank",
              at(c, "trainer.loss_normalization"), " must be auto, global or per_rank, got '",
              c.trainer.loss_normalization, "'");
-  OLMO_CHECK(c.dist.exact_accumulator == "local" || c.dist.exact_accumulator == "sharded",
-             at(c, "dist.exact_accumulator"), " must be local or sharded, got '",
+  OLMO_CHECK(c.dist.exact_accumulator == "auto" || c.dist.exact_accumulator == "local" ||
+                 c.dist.exact_accumulator == "sharded",
+             at(c, "dist.exact_accumulator"), " must be auto, local or sharded, got '",
              c.dist.exact_accumulator, "'");
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
   OLMO_CHECK(c.model.precision == "fp32" || c.model.precision == "bf16_mixed" ||

@@ -183,12 +183,12 @@ struct TrainerSection {
 // Data-parallel distribution (src/dist). The trajectory is bitwise the same for every world size
 // under reduce = exact (fixed-point gradient sums); fast = plain fp32 reduce-scatter.
 struct DistSection {
-  // fast (default): plain fp32; exact: world-size-independent bits, at a measured cost of 6-16%
-  // of a one-process step and ~30% at 2 processes on this 2-core machine (bench/results/dist.md),
-  // too much to be the default.
-  std::string reduce = "fast";       // exact | fast
-  std::string exact_accumulator = "local";  // local (fast: one reduction per step, 16 B per
-                                     // parameter) | sharded (ZeRO-2 memory, one per micro-batch)
+  // exact (default): world-size-independent bits (the only such mode, so the default; its
+  // measured cost is in bench/results/dist.md); fast: plain fp32, rounding depends on the world.
+  std::string reduce = "exact";      // exact | fast
+  std::string exact_accumulator = "auto";  // auto (dist::local_accumulator) | local (one
+                                     // reduction per step, 16 B per parameter) | sharded
+                                     // (16 B per parameter / W, one reduction per micro-batch)
   int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
                                      // reduce-scatter (MiB of fp32 gradient)
 };

@@ -88,8 +88,9 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
              "config key 'dist.reduce' = exact supports at most ", dist::kMaxMicroBatches,
              " micro-batches per step, this config has ", M, " (use dist.reduce=fast)");
 
+  exact_local_ = dist::local_accumulator(cfg_.dist.exact_accumulator, world_, M / world_);
   // Memory plan vs available memory, before the run dir or any large buffer is touched.
-  if (cfg_.trainer.check_memory) check_memory(mc, mode == dist::ReduceMode::exact, micro_batches(cfg_));
+  if (cfg_.trainer.check_memory) check_memory(mc, mode == dist::ReduceMode::exact, M / world_);
   parse_test_nan();
 
   // Rank 0 holds the run-dir lock for the whole job.
@@ -124,7 +125,7 @@ Trainer::Trainer(Config cfg) : cfg_(std::move(cfg)) {
   flops_per_token_ = model::flops_per_token(mc, cfg_.data.seq_len);
   const size_t bucket = size_t(cfg_.dist.bucket_mb) * (1u << 20) / sizeof(float);
   reducer_ = std::make_unique<dist::GradReducer>(*comm_, model_->num_params(), mode, bucket,
-                                                 cfg_.dist.exact_accumulator == "local");
+                                                 exact_local_);
   if (!(mode == dist::ReduceMode::fast && world_ == 1)) shard_grad_.assign(reducer_->shard_len(), 0.0f);
   build_optimizer();
   skip_ = std::make_unique<optim::SkipStep>(int(cfg_.optim.rolling_interval_length),
@@ -238,11 +239,23 @@ void Trainer::maybe_test_kill(const char* where) {
 }
 
 void Trainer::check_memory(const model::ModelConfig& mc, bool exact, int64_t micro_batches) {
-  const model::MemoryPlan mp =
-      model::memory_plan(mc, cfg_.data.seq_len, micro_instances_, world_, exact, micro_batches,
-                         cfg_.dist.exact_accumulator == "local");
+  model::MemoryPlan mp = model::memory_plan(mc, cfg_.data.seq_len, micro_instances_, world_,
+                                            exact, micro_batches, exact_local_);
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int64_t here = local ? std::max(1, std::atoi(local)) : 1;
+  // dist.exact_accumulator auto: the sharded accumulator (16 B per parameter / W) where the
+  // local one (16 B per parameter) would not fit; the same bits either way.
+  // Decided together (ranks on different nodes may see different memory).
+  const int64_t avail = available_memory().bytes;
+  if (exact && exact_local_ && world_ > 1 && cfg_.dist.exact_accumulator == "auto" &&
+      comm_->any(avail >= 0 && double(mp.total) * double(here) > double(avail))) {
+    exact_local_ = false;
+    mp = model::memory_plan(mc, cfg_.data.seq_len, micro_instances_, world_, exact,
+                            micro_batches, false);
+    if (rank_ == 0)
+      std::fprintf(stderr, "dist.exact_accumulator auto: the local accumulator does not fit the "
+                           "available memory, using the sharded one\n");
+  }
   auto mib = [](int64_t b) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
@@ -331,7 +344,11 @@ StepResult Trainer::train_step() {
   double sums[2] = {0, 0};
   for (int64_t i = 0; i < B; i += micro_instances_) {
     int64_t n = std::min(micro_instances_, B - i);
-    if (exact && i > 0) model_->zero_grad();
+    if (exact && i > 0) {
+      const double tz = now_seconds();
+      model_->zero_grad();
+      if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
+    }
     kernels::LossSums s = model_->forward_backward(
         batch_.tokens.data() + i * T, targets_.data() + i * T,
         doc_mask_ ? doc_ids_.data() + i * T : nullptr, n, T, grad_scale, z_coef);
@@ -347,7 +364,11 @@ StepResult Trainer::train_step() {
     if (exact) {
       ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
       z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
+      const double ta = now_seconds(), ca = reducer_->comm_seconds();
       reducer_->add_micro_batch(model_->grads());
+      // Conversion to fixed point + accumulator adds (sharded: + staging; its waits are "comm").
+      if (profile::enabled())
+        profile::add("exact_convert", now_seconds() - ta - (reducer_->comm_seconds() - ca), 0);
     } else {
       sums[0] += s.ce_sum;
       sums[1] += s.z_sum;
@@ -356,7 +377,11 @@ StepResult Trainer::train_step() {
   // 4. Reduce: this rank's shard of the summed gradient; global loss sums.
   float* g = shard_grad_.empty() ? model_->grads() : shard_grad_.data();
   const size_t ng = reducer_->shard_len();
+  const double tf = now_seconds(), cf = reducer_->comm_seconds();
   const bool grad_bad = reducer_->finish(model_->grads(), g);
+  // Staging, unpacking and rounding of the step's reduction (its waits are "comm").
+  if (profile::enabled())
+    profile::add("reduce_finish", now_seconds() - tf - (reducer_->comm_seconds() - cf), 0);
   tc = now_seconds();
   // Per-rank normalisation divides each rank's sums by its own count before the (exact or
   // fast) sum over ranks; global divides the global sums by the global count.

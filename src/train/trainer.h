@@ -208,6 +208,7 @@ class Trainer {
   std::unique_ptr<model::Olmo3> model_;
   std::unique_ptr<data::InstanceSource> dataset_;
   bool per_rank_loss_ = false, doc_mask_ = false;
+  bool exact_local_ = true;  // exact: local (true) or sharded accumulator (dist::local_accumulator)
   std::vector<int32_t> doc_ids_;
   std::unique_ptr<data::DataLoader> loader_;
   dist::Communicator* comm_ = nullptr;

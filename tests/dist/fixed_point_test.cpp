@@ -67,6 +67,32 @@ TEST(FixedPoint, BulkKernelsEqualTheScalarConversionUnderEveryIsa) {
   olmo::clear_isa_override();
 }
 
+// Runs of +-0 (all-zero vectors take a shortcut in both kernels): a conversion must still store
+// zeros over whatever the output held, an accumulation must leave the accumulator as it was.
+TEST(FixedPoint, BulkKernelsOnZeroRunsUnderEveryIsa) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const size_t n = 1031;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i)
+    x[i] = (i % 97 < 60) ? ((i % 2) ? 0.0f : -0.0f) : nd(rng);  // zero runs of 60, odd offsets
+  for (olmo::Isa isa : {olmo::Isa::scalar, olmo::Isa::avx2, olmo::Isa::avx512}) {
+    if (int(isa) > int(olmo::detected_isa())) continue;
+    olmo::set_isa_override(isa);
+    std::vector<uint64_t> lo(n, 0xababababababababull), hi(n, 0x5a5a5a5a5a5a5a5aull);
+    ASSERT_FALSE(convert_fixed(lo.data(), hi.data(), x.data(), n));
+    std::vector<uint64_t> lo2 = lo, hi2 = hi;
+    ASSERT_FALSE(accumulate_fixed(lo2.data(), hi2.data(), x.data(), n));  // 2x
+    for (size_t i = 0; i < n; ++i) {
+      bool bad = false;
+      const i128 v = float_to_fixed(x[i], &bad);
+      ASSERT_TRUE(join(lo[i], hi[i]) == v) << olmo::isa_name(isa) << " i=" << i;
+      ASSERT_TRUE(join(lo2[i], hi2[i]) == 2 * v) << olmo::isa_name(isa) << " i=" << i;
+    }
+  }
+  olmo::clear_isa_override();
+}
+
 TEST(FixedPoint, BulkToFloatRoundsRandom128BitIntegersOnce) {
   std::mt19937_64 rng(13);
   const size_t n = 50001;

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "core/error.h"
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
 
@@ -62,6 +63,53 @@ TEST(GradReducer, OneProcessExactAndFastEqualPlainSums) {
   ex.begin_step();
   for (auto& v : mb) ex.add_micro_batch(v.data());
   EXPECT_TRUE(ex.finish(nullptr, out.data()));
+}
+
+// The local accumulator is overwritten by a step's first micro-batch (no clear in begin_step):
+// a second step must not see the first's sums, also where its first micro-batch has all-zero
+// vectors (which the accumulating kernel skips), and a step without micro-batches sums to 0.
+TEST(GradReducer, ExactStepsDoNotCarryTheLastStepsSum) {
+  auto comm = dist::make_local_communicator();
+  const size_t n = 4099;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 1e-2f);
+  auto batch = [&](size_t k) {
+    std::vector<std::vector<float>> mb(k, std::vector<float>(n));
+    for (auto& v : mb)
+      for (auto& x : v) x = nd(rng);
+    return mb;
+  };
+  dist::GradReducer ex(*comm, n, dist::ReduceMode::exact, 512);
+  std::vector<float> out(ex.shard_len());
+  for (int step = 0; step < 3; ++step) {
+    auto mb = batch(size_t(2 + step));
+    if (step == 1)  // zero rows in the first micro-batch, as an untouched embedding row gives
+      std::fill(mb[0].begin() + 64, mb[0].begin() + 3000, 0.0f);
+    ex.begin_step();
+    for (auto& v : mb) ex.add_micro_batch(v.data());
+    ASSERT_FALSE(ex.finish(nullptr, out.data()));
+    for (size_t i = 0; i < n; ++i) {
+      long double s = 0;
+      for (auto& v : mb) s += v[i];
+      ASSERT_EQ(out[i], float(s)) << "step " << step << " element " << i;
+    }
+  }
+  ex.begin_step();
+  ASSERT_FALSE(ex.finish(nullptr, out.data()));
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 0.0f) << i;
+}
+
+TEST(GradReducer, AutoAccumulatorIsShardedForLargeWorldsAndSingleMicroBatches) {
+  EXPECT_TRUE(dist::local_accumulator("auto", 1, 1));
+  EXPECT_TRUE(dist::local_accumulator("auto", 1, 512));
+  EXPECT_TRUE(dist::local_accumulator("auto", 2, 2));
+  EXPECT_TRUE(dist::local_accumulator("auto", dist::kLocalAccumulatorMaxWorld, 2));
+  EXPECT_FALSE(dist::local_accumulator("auto", 2, 1));  // same traffic, 1/W the memory
+  EXPECT_FALSE(dist::local_accumulator("auto", dist::kLocalAccumulatorMaxWorld + 1, 8));
+  EXPECT_FALSE(dist::local_accumulator("auto", 64, 4));
+  EXPECT_TRUE(dist::local_accumulator("local", 64, 4));
+  EXPECT_FALSE(dist::local_accumulator("sharded", 2, 8));
+  EXPECT_THROW(dist::local_accumulator("shard", 2, 8), Error);
 }
 
 TEST(GradReducer, ExactNormMatchesLongDoubleAndFastMatchesTotalGradNorm) {
