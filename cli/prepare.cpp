@@ -13,20 +13,22 @@
 namespace {
 
 int prepare_main(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--skip-bad-lines", "--no-progress"});
+  olmo::cli::Args a(argc, argv, {"--skip-bad-lines", "--no-progress", "--part-per-input"});
   if (a.has("--help") || a.positional().empty()) {
     std::printf(
         "usage: olmo prepare --out OUTDIR [--tokenizer FILE] [--threads N] [--skip-bad-lines]\n"
-        "                    [--max-tokens-per-file N] [--no-progress] INPUT...\n\n"
+        "                    [--max-tokens-per-file N] [--part-per-input] [--no-progress]\n"
+        "                    INPUT...\n\n"
         "INPUT: .jsonl, .jsonl.gz, .jsonl.zst (Dolma: one {\"id\",\"text\",...} per line), any\n"
         "other file = one plain-text document, a directory = its files in sorted order.\n"
         "Writes OUTDIR/part-NNNNN.npy (little-endian uint32 ids, EOS %u after each document),\n"
-        "OUTDIR/part-NNNNN.csv.gz (start,end,id per document) and OUTDIR/prepare.json.\n",
+        "OUTDIR/part-NNNNN.csv.gz (start,end,id per document) and OUTDIR/prepare.json.\n"
+        "--part-per-input: each input file starts a new part file (as well as the token cap).\n",
         olmo::kDolma2FirstSpecial + 1);
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--out", "--tokenizer", "--threads", "--skip-bad-lines", "--max-tokens-per-file",
-            "--no-progress"});
+            "--no-progress", "--part-per-input"});
   olmo::corpus::PrepareOptions o;
   o.out_dir = a.require("--out");
   long long th = a.get_int("--threads", 0);
@@ -37,6 +39,7 @@ int prepare_main(int argc, char** argv) {
   OLMO_CHECK(mt > 0, "prepare: --max-tokens-per-file must be > 0, got ", mt);
   o.max_tokens_per_file = uint64_t(mt);
   o.progress = !a.has("--no-progress");
+  o.part_per_input = a.has("--part-per-input");
   std::string tok_path = a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path());
   auto tok = olmo::tokenizer::Tokenizer::load(tok_path);
   auto st = olmo::corpus::prepare(a.positional(), olmo::corpus::encoder_of(tok), o);

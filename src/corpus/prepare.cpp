@@ -240,9 +240,17 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
     batch.clear();
   };
 
+  size_t bytes = 0;
   for (const auto& path : inputs) {
+    if (opt.part_per_input) {
+      flush_batch();
+      bytes = 0;
+      if (out) {
+        out->commit();
+        out.reset();
+      }
+    }
     DocumentReader r(path, JsonlOptions{opt.skip_bad_lines});
-    size_t bytes = 0;
     uint64_t docs_before = st.docs + batch.size(), empty_before = st.empty_docs;
     Document d;
     while (r.next(d)) {

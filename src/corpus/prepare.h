@@ -42,6 +42,8 @@ struct PrepareOptions {
   size_t batch_bytes = 8u << 20;            // text per parallel batch
   bool audit_index = true;                  // write the audit index files (below)
   uint32_t ngram_sample = 8;                // keep 13-gram hashes with hash % ngram_sample == 0
+  bool part_per_input = false;              // also start a new part file at each input file
+                                            // (corpus shard k -> its own part file(s))
 };
 
 // Audit index written next to the token files (read by src/audit/corpus_index.h, so that the
