@@ -285,7 +285,7 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
     throw Error(cat("empty corpus: no non-empty documents in ", names,
                     st.bad_lines ? cat(" (", st.bad_lines, " malformed lines skipped)") : ""));
   }
-  out->commit();
+  if (out) out->commit();  // (part_per_input: the last inputs may have had no documents)
   out.reset();
 
   // Remove part files beyond those written now (left by an earlier, larger run).

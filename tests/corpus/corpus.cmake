@@ -6,3 +6,7 @@ add_test(NAME corpus_tokenizer_parity
 set_tests_properties(corpus_tokenizer_parity PROPERTIES
   ENVIRONMENT "OLMO_SOURCE_DIR=${CMAKE_SOURCE_DIR};OLMO_BINARY_DIR=${CMAKE_BINARY_DIR};OLMO_BIN=${CMAKE_BINARY_DIR}/olmo;OLMO_PYTHON=${OLMO_PYTHON};TIKTOKEN_CACHE_DIR=${CMAKE_SOURCE_DIR}/data/tiktoken_cache"
   TIMEOUT 1200 FIXTURES_SETUP demo_corpus)  # eval_suites_check reads the corpus it builds
+# Dedup at scale (not a test): build/tests/bench_dedup [--docs 1000000] (bench/results/dedup.md).
+add_executable(bench_dedup ${CMAKE_SOURCE_DIR}/bench/dedup_bench.cpp)
+target_link_libraries(bench_dedup PRIVATE olmo_corpus)
+set_target_properties(bench_dedup PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")

@@ -171,6 +171,23 @@ TEST(Prepare, PlainTextFilesAndDirectories) {
   EXPECT_EQ(idx[2].id, t / "txt/sub/c.txt");
 }
 
+TEST(Prepare, PartPerInputStartsAFileAtEachInput) {
+  TempDir t;
+  fs::create_directories(t.p / "txt");
+  std::ofstream(t / "txt/a.txt") << "first";
+  std::ofstream(t / "txt/b.txt") << "second";
+  std::ofstream(t / "txt/c.txt") << "";  // last input without documents: no empty part
+  PrepareOptions o;
+  o.out_dir = t / "out";
+  o.part_per_input = true;
+  auto st = prepare({t / "txt"}, byte_encoder(), o);
+  ASSERT_EQ(st.files.size(), 2u);
+  EXPECT_EQ(read_tokens(st.files[0]).size(), 6u);  // "first" + EOS
+  EXPECT_EQ(read_tokens(st.files[1]).size(), 7u);
+  o.part_per_input = false;
+  EXPECT_EQ(prepare({t / "txt"}, byte_encoder(), o).files.size(), 1u);
+}
+
 TEST(Prepare, EmptyCorpusIsAClearError) {
   TempDir t;
   std::ofstream(t / "empty.jsonl") << "\n{\"id\":\"1\",\"text\":\"\"}\n\n";
