@@ -59,7 +59,8 @@ prep() {  # prep NAME INPUT [extra flags]
     "$OLMO" prepare --out "$TOKENS/$name" --threads "$THREADS" "$@" "$input"
   fi
 }
-prep train "$CORPUS/train" --max-tokens-per-file 8388608
+# one part file per corpus shard (all copies of a canary are in one shard: no cross-file duplicates)
+prep train "$CORPUS/train" --max-tokens-per-file 8388608 --part-per-input
 prep val_id "$CORPUS/val_id.jsonl"
 prep val_ood_gcide "$CORPUS/val_ood_gcide.jsonl"
 
