@@ -29,6 +29,13 @@ using olmo::now_seconds;
 
 namespace {
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 double peak_rss_mb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -124,25 +131,25 @@ int main(int argc, char** argv) {
     opt.tokenize = [t](std::string_view s, std::vector<uint32_t>& out) { t->encode_append(s, out); };
   }
   const double rss0 = peak_rss_mb();
-  const double t1 = now_seconds();
+  const double t1 = now_seconds(), c1 = cpu_seconds();
   DedupResult r = dedup(docs, opt);
-  const double secs = now_seconds() - t1;
+  const double secs = now_seconds() - t1, cpu = cpu_seconds() - c1;
   size_t planted[4] = {0, 0, 0, 0}, caught[4] = {0, 0, 0, 0};
   for (size_t i = heldout; i < text.size(); ++i) {
     ++planted[plant[i]];
     caught[plant[i]] += r.removed[i];
   }
-  std::printf("dedup (%s, K=%d, %d x %d, threads %d): %.1f s (signatures %.1f s, matching %.1f s)"
-              "; peak RSS %.0f MB (%.0f MB before)\n",
+  std::printf("dedup (%s, K=%d, %d x %d, threads %d): %.1f s wall (signatures %.1f s, matching "
+              "%.1f s), %.1f s CPU; peak RSS %.0f MB (%.0f MB before)\n",
               tok ? "tokenizer 13-grams" : "word 13-grams", opt.bands * opt.rows, opt.bands,
-              opt.rows, threads, secs, r.seconds_sign, r.seconds_match, peak_rss_mb(), rss0);
+              opt.rows, threads, secs, r.seconds_sign, r.seconds_match, cpu, peak_rss_mb(), rss0);
   std::printf("removed: %llu exact, %llu near, %llu held-out overlap\n",
               (unsigned long long)r.exact, (unsigned long long)r.near, (unsigned long long)r.heldout);
   std::printf("plants caught: exact %zu/%zu, near %zu/%zu, near held-out %zu/%zu; "
               "unplanted docs removed: %zu of %zu\n",
               caught[1], planted[1], caught[2], planted[2], caught[3], planted[3], caught[0],
               planted[0]);
-  std::printf("per million training docs: %.1f s, %.0f MB above the corpus text\n",
-              secs * 1e6 / double(n), (peak_rss_mb() - rss0) * 1e6 / double(n));
+  std::printf("per million training docs: %.1f s wall, %.1f s CPU, %.0f MB above the corpus text\n",
+              secs * 1e6 / double(n), cpu * 1e6 / double(n), (peak_rss_mb() - rss0) * 1e6 / double(n));
   return 0;
 }
