@@ -13,20 +13,24 @@
 namespace {
 
 int prepare_main(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--skip-bad-lines", "--no-progress"});
+  olmo::cli::Args a(argc, argv, {"--skip-bad-lines", "--no-progress", "--part-per-input", "--dedup"});
   if (a.has("--help") || a.positional().empty()) {
     std::printf(
         "usage: olmo prepare --out OUTDIR [--tokenizer FILE] [--threads N] [--skip-bad-lines]\n"
-        "                    [--max-tokens-per-file N] [--no-progress] INPUT...\n\n"
+        "                    [--max-tokens-per-file N] [--part-per-input] [--no-progress]\n"
+        "                    [--dedup] [--dedup-heldout PATH[,PATH...]] INPUT...\n\n"
         "INPUT: .jsonl, .jsonl.gz, .jsonl.zst (Dolma: one {\"id\",\"text\",...} per line), any\n"
         "other file = one plain-text document, a directory = its files in sorted order.\n"
         "Writes OUTDIR/part-NNNNN.npy (little-endian uint32 ids, EOS %u after each document),\n"
-        "OUTDIR/part-NNNNN.csv.gz (start,end,id per document) and OUTDIR/prepare.json.\n",
+        "OUTDIR/part-NNNNN.csv.gz (start,end,id per document) and OUTDIR/prepare.json.\n"
+        "--part-per-input: each input file starts a new part file (as well as the token cap).\n"
+        "--dedup: drop exact / near-duplicate documents (MinHash over token 13-grams, Jaccard >=\n"
+        "0.8) and documents overlapping --dedup-heldout text; listed in OUTDIR/dedup_report.jsonl.\n",
         olmo::kDolma2FirstSpecial + 1);
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--out", "--tokenizer", "--threads", "--skip-bad-lines", "--max-tokens-per-file",
-            "--no-progress"});
+            "--no-progress", "--part-per-input", "--dedup", "--dedup-heldout"});
   olmo::corpus::PrepareOptions o;
   o.out_dir = a.require("--out");
   long long th = a.get_int("--threads", 0);
@@ -37,12 +41,22 @@ int prepare_main(int argc, char** argv) {
   OLMO_CHECK(mt > 0, "prepare: --max-tokens-per-file must be > 0, got ", mt);
   o.max_tokens_per_file = uint64_t(mt);
   o.progress = !a.has("--no-progress");
+  o.part_per_input = a.has("--part-per-input");
+  o.dedup = a.has("--dedup") || a.has("--dedup-heldout");
+  for (std::string rest = a.get("--dedup-heldout"); !rest.empty();) {
+    size_t c = rest.find(',');
+    o.dedup_heldout.push_back(rest.substr(0, c));
+    rest = c == std::string::npos ? "" : rest.substr(c + 1);
+  }
   std::string tok_path = a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path());
   auto tok = olmo::tokenizer::Tokenizer::load(tok_path);
   auto st = olmo::corpus::prepare(a.positional(), olmo::corpus::encoder_of(tok), o);
   std::printf("prepared %llu docs, %llu tokens (EOS included) into %zu file(s) in %s (%.1f s)\n",
               (unsigned long long)st.docs, (unsigned long long)st.tokens, st.files.size(),
               o.out_dir.c_str(), st.seconds);
+  if (o.dedup)
+    std::printf("dedup: removed %llu duplicate document(s) (OUTDIR/dedup_report.jsonl)\n",
+                (unsigned long long)st.dedup_removed);
   if (st.bad_lines || st.empty_docs || st.utf8_fixes)
     std::printf("skipped %llu malformed line(s), %llu empty document(s); %llu invalid UTF-8 "
                 "byte(s) replaced\n",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the demo data from nothing (called by `make corpus` / `make demo`):
 #   1. data/corpus/      `olmo corpus build` (apt-get download of the Debian packages, JSONL,
-#                        held-out splits, canaries, MANIFEST.json)      -- skipped if it verifies
+#                        held-out splits, dedup, canaries, MANIFEST.json) -- skipped if it
+#                        verifies and was deduplicated
 #   2. data/tokens/{train,val_id,val_ood_gcide}/   `olmo prepare` (part-NNNNN.npy + .csv.gz)
 #                        -- each skipped if its prepare.json is newer than the corpus MANIFEST
 #                           and every file it lists is present with the listed token count
@@ -24,7 +25,8 @@ T0=$(date +%s)
 [ -f "$DATA/tokenizer/cl100k_base.tiktoken" ] || bash scripts/fetch_tokenizer.sh
 
 # 1. corpus
-if "$OLMO" corpus verify "$CORPUS" >/dev/null 2>&1; then
+# (a corpus built before deduplication existed, MANIFEST without "dedup", is rebuilt)
+if "$OLMO" corpus verify "$CORPUS" >/dev/null 2>&1 && grep -q '"dedup"' "$CORPUS/MANIFEST.json"; then
   echo "[data] $CORPUS is complete (MANIFEST.json verifies); not rebuilding"
 else
   echo "[data] building $CORPUS"
@@ -59,7 +61,8 @@ prep() {  # prep NAME INPUT [extra flags]
     "$OLMO" prepare --out "$TOKENS/$name" --threads "$THREADS" "$@" "$input"
   fi
 }
-prep train "$CORPUS/train" --max-tokens-per-file 8388608
+# one part file per corpus shard (all copies of a canary are in one shard: no cross-file duplicates)
+prep train "$CORPUS/train" --max-tokens-per-file 8388608 --part-per-input
 prep val_id "$CORPUS/val_id.jsonl"
 prep val_ood_gcide "$CORPUS/val_ood_gcide.jsonl"
 

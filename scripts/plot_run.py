@@ -3,7 +3,9 @@
 
 usage: plot_run.py RUN_DIR [--out RUN_DIR/loss.png]
 Train loss per step (thin) with a 20-step running mean (thick); held-out loss per set as
-markers at the steps it was evaluated. If a step appears twice (a resumed run), the last record
+markers at the steps it was evaluated (kind "eval"), and the validation checkpoints' held-out loss
+per set (kind "validation": every validation.interval steps, fewer documents) as a dashed line
+with small markers. If a step appears twice (a resumed run), the last record
 wins. Prints the path of the PNG.
 """
 import argparse
@@ -25,7 +27,7 @@ def main():
     path = os.path.join(a.run_dir, "metrics.jsonl")
     if not os.path.exists(path):
         sys.exit(f"plot_run.py: {path}: no metrics file")
-    train, evals = {}, {}
+    train, evals, vals = {}, {}, {}
     with open(path) as f:
         for line in f:
             try:
@@ -36,8 +38,12 @@ def main():
                 train[r["step"]] = r["loss"]
             elif r.get("kind") == "eval" and r.get("loss") is not None:
                 evals.setdefault(r["set"], {})[r["step"]] = r["loss"]
-    if not train and not evals:
-        sys.exit(f"plot_run.py: {path}: no train or eval records")
+            elif r.get("kind") == "validation":
+                for name, loss in (r.get("heldout") or {}).items():
+                    if loss is not None:
+                        vals.setdefault(name, {})[r["step"]] = loss
+    if not train and not evals and not vals:
+        sys.exit(f"plot_run.py: {path}: no train, eval or validation records")
     fig, ax = plt.subplots(figsize=(8, 5))
     if train:
         steps = sorted(train)
@@ -51,6 +57,12 @@ def main():
         s = sorted(d)
         ax.plot(s, [d[x] for x in s], marker="o", lw=1.5, color=f"C{i + 1}",
                 label=f"held-out {name}")
+    for i, (name, d) in enumerate(sorted(vals.items())):
+        s = sorted(d)
+        color = f"C{len(evals) + i + 1}" if name not in evals else \
+            f"C{sorted(evals).index(name) + 1}"
+        ax.plot(s, [d[x] for x in s], marker=".", ms=5, ls="--", lw=1, color=color,
+                label=f"validation {name} ({len(s)} checkpoints)")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats/token)")
     ax.set_title(f"olmo.cpp run {os.path.basename(os.path.abspath(a.run_dir))}")

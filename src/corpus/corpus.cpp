@@ -3,8 +3,10 @@
 #include "corpus/corpus.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -15,6 +17,7 @@
 #include "core/hash.h"
 #include "core/timer.h"
 #include "core/sha256.h"
+#include "tokenizer/tokenizer.h"
 
 namespace olmo::corpus {
 namespace fs = std::filesystem;
@@ -85,6 +88,61 @@ void sort_by_id(std::vector<Document>& v) {
 
 }  // namespace
 
+// Runs dedup over val, ood (held out) and train; drops the removed training documents and
+// returns the report lines (JSONL) and the MANIFEST "dedup" section.
+static std::pair<std::string, ojson> dedup_train(const CorpusOptions& opt, std::vector<Document>& train,
+                                                 const std::vector<Document>& val,
+                                                 const std::vector<Document>& ood) {
+  ojson m = {{"enabled", opt.dedup.enabled}};
+  if (!opt.dedup.enabled) return {"", m};
+  std::vector<DedupDoc> dd;
+  std::vector<std::pair<const Document*, const char*>> who;
+  for (auto& d : val) dd.push_back({d.text, true}), who.push_back({&d, "val_id"});
+  for (auto& d : ood) dd.push_back({d.text, true}), who.push_back({&d, "val_ood_gcide"});
+  for (auto& d : train) dd.push_back({d.text, false}), who.push_back({&d, "train"});
+  DedupResult r = dedup(dd, opt.dedup);
+  std::fprintf(stderr,
+               "[corpus] dedup: %zu training docs, removed %llu exact + %llu near + %llu held-out "
+               "overlap (%.1f s signatures, %.1f s matching)\n",
+               train.size(), (unsigned long long)r.exact, (unsigned long long)r.near,
+               (unsigned long long)r.heldout, r.seconds_sign, r.seconds_match);
+  std::string report;
+  for (auto& x : r.removals) {
+    ojson line = {{"id", who[x.doc].first->id}, {"source", who[x.doc].first->source},
+                  {"rule", x.rule}, {"duplicate_of", who[x.duplicate_of].first->id},
+                  {"duplicate_of_split", who[x.duplicate_of].second}};
+    if (x.rule == "near") line["jaccard_estimate"] = std::round(x.jaccard * 1000) / 1000;
+    if (x.rule == "heldout") line["heldout_share_in_doc"] = std::round(x.share * 1000) / 1000;
+    report += line.dump() + "\n";
+  }
+  const size_t before = train.size(), offset = val.size() + ood.size();
+  OLMO_CHECK(r.removals.size() < before, "corpus: every one of the ", before,
+             " training documents is a duplicate (", r.exact, " exact, ", r.near, " near, ",
+             r.heldout, " overlapping held-out text); nothing written to ", opt.out_dir);
+  std::vector<Document> kept;
+  kept.reserve(before - r.removals.size());
+  for (size_t i = 0; i < before; ++i)
+    if (!r.removed[offset + i]) kept.push_back(std::move(train[i]));
+  train = std::move(kept);
+  m["rules"] = {
+      {"exact", "normalised text (ASCII lower case, whitespace runs -> one space) equal to a "
+                "held-out or an earlier (by id) training document"},
+      {"near", cat("estimated Jaccard of token 13-gram sets >= ", opt.dedup.jaccard, " (MinHash K=",
+                   opt.dedup.bands * opt.dedup.rows, ", LSH ", opt.dedup.bands, " bands x ",
+                   opt.dedup.rows, " rows: P(candidate | J=0.8) = ",
+                   lsh_detection_probability(0.8, opt.dedup.bands, opt.dedup.rows), ")")},
+      {"heldout", cat("a held-out document with >= ", opt.dedup.containment,
+                      " of its sampled 13-grams (hash % ", opt.dedup.sample,
+                      " == 0) in training: the training documents holding most of them go until "
+                      "the share is below")}};
+  m["tokens"] = opt.dedup.tokenize ? "tokenizer" : "words (no tokenizer given)";
+  m["train_docs_before"] = before;
+  m["removed"] = {{"exact", r.exact}, {"near", r.near}, {"heldout", r.heldout}};
+  m["train_docs_after"] = train.size();
+  m["report"] = "dedup_report.jsonl";
+  return {report, m};
+}
+
 std::string write_corpus(const CorpusOptions& opt, std::vector<Document> natural,
                          std::vector<Document> ood, const std::vector<Canary>& canaries,
                          const std::vector<PackageInfo>& packages) {
@@ -92,8 +150,6 @@ std::string write_corpus(const CorpusOptions& opt, std::vector<Document> natural
              opt.out_dir);
   OLMO_CHECK(opt.shards >= 1, "corpus: --shards must be >= 1, got ", opt.shards);
   fs::path dir = opt.out_dir;
-  fs::create_directories(dir / "train");
-  fs::remove(dir / "MANIFEST.json");  // the tree is incomplete until the manifest is rewritten
 
   ojson sources = ojson::object();
   auto count_source = [&](const Document& d) {
@@ -108,29 +164,43 @@ std::string write_corpus(const CorpusOptions& opt, std::vector<Document> natural
     (is_val_id(d.id) ? val : train).push_back(std::move(d));
   }
   natural.clear();
-  uint64_t canary_docs = 0;
-  for (const auto& c : canaries)
-    for (int j = 0; j < c.count; ++j) {
-      char id[64];
-      std::snprintf(id, sizeof id, "canary/%s/%02d", c.name.c_str(), j);
-      train.push_back({id, "canary", c.text});
-      count_source(train.back());
-      ++canary_docs;
-    }
   for (auto& d : ood) count_source(d);
   sort_by_id(train);
   sort_by_id(val);
   sort_by_id(ood);
+  auto [report, dedup_json] = dedup_train(opt, train, val, ood);
+
+  // Nothing is written before this point: a failed dedup leaves the directory as it was.
+  fs::create_directories(dir / "train");
+  fs::remove(dir / "MANIFEST.json");  // the tree is incomplete until the manifest is rewritten
   std::mt19937_64 rng(opt.seed ^ 0x747261696e6f7264ull);  // "trainord"
   for (size_t i = train.size(); i > 1; --i) std::swap(train[i - 1], train[draw_below(rng, i)]);
+  std::vector<std::vector<Document>> shards(size_t(opt.shards));
+  for (int s = 0; s < opt.shards; ++s) {
+    size_t b = train.size() * size_t(s) / size_t(opt.shards);
+    size_t e = train.size() * size_t(s + 1) / size_t(opt.shards);
+    shards[s].assign(std::make_move_iterator(train.begin() + b), std::make_move_iterator(train.begin() + e));
+  }
+  const size_t natural_train_docs = train.size();
+  train.clear();
+  uint64_t canary_docs = 0;
+  for (const auto& c : canaries) {
+    auto& part = shards[hash64(c.name.data(), c.name.size(), 0) % uint64_t(opt.shards)];
+    for (int j = 0; j < c.count; ++j) {
+      char id[64];
+      std::snprintf(id, sizeof id, "canary/%s/%02d", c.name.c_str(), j);
+      Document d{id, "canary", c.text};
+      count_source(d);
+      part.insert(part.begin() + std::ptrdiff_t(draw_below(rng, part.size() + 1)), std::move(d));
+      ++canary_docs;
+    }
+  }
 
   std::vector<FileStat> stats;
   for (int s = 0; s < opt.shards; ++s) {
     char rel[64];
     std::snprintf(rel, sizeof rel, "train/part-%05d.jsonl.zst", s);
-    size_t b = train.size() * size_t(s) / size_t(opt.shards);
-    size_t e = train.size() * size_t(s + 1) / size_t(opt.shards);
-    stats.push_back(write_jsonl(dir, rel, train, b, e));
+    stats.push_back(write_jsonl(dir, rel, shards[s], 0, shards[s].size()));
   }
   static const std::regex part_re(R"(part-(\d{5})\.jsonl\.zst)");
   for (auto& e : fs::directory_iterator(dir / "train")) {
@@ -156,10 +226,11 @@ std::string write_corpus(const CorpusOptions& opt, std::vector<Document> natural
                  "(olmo::hash64); never in train"},
       {"val_ood_gcide", "dict-gcide entries grouped into ~4 KB docs, every k-th kept under "
                         "ood_cap_bytes; no gcide text in train"},
-      {"train_order", "sorted by id, Fisher-Yates with mt19937_64(seed ^ 0x747261696e6f7264), "
-                      "contiguous shards"},
+      {"train_order", "sorted by id, deduplicated, Fisher-Yates with "
+                      "mt19937_64(seed ^ 0x747261696e6f7264), contiguous shards"},
       {"canaries", "8 per count in {0,1,4,16,64}; each inserted count times as its own train "
-                   "doc; count 0 = control"}};
+                   "doc, all copies in shard XXH3(name) % shards at positions drawn from the "
+                   "same engine; count 0 = control"}};
   ojson pk = ojson::array();
   for (auto& p : packages)
     pk.push_back({{"name", p.name}, {"version", p.version}, {"architecture", p.architecture},
@@ -168,11 +239,19 @@ std::string write_corpus(const CorpusOptions& opt, std::vector<Document> natural
   m["packages"] = pk;
   m["sources"] = sources;
   m["utf8_replacements"] = extraction_utf8_fixes();
-  m["splits"] = {{"train_docs", train.size()}, {"train_canary_docs", canary_docs},
+  m["dedup"] = dedup_json;
+  m["splits"] = {{"train_docs", natural_train_docs + canary_docs}, {"train_canary_docs", canary_docs},
                  {"val_id_docs", val.size()}, {"val_ood_gcide_docs", ood.size()}};
   ojson files = ojson::array();
   for (auto& f : stats) files.push_back(file_entry(dir, f));
   files.push_back(file_entry(dir, {"canaries.json", canaries.size(), 0}));
+  if (opt.dedup.enabled) {
+    write_file_atomic((dir / "dedup_report.jsonl").string(), report);
+    uint64_t lines = uint64_t(std::count(report.begin(), report.end(), '\n'));
+    files.push_back(file_entry(dir, {"dedup_report.jsonl", lines, 0}));
+  } else {
+    fs::remove(dir / "dedup_report.jsonl");
+  }
   m["files"] = files;
   std::string text = m.dump(2) + "\n";
   write_file_atomic((dir / "MANIFEST.json").string(), text);
@@ -208,6 +287,16 @@ void build_corpus(const CorpusOptions& opt_in) {
     if (!opt.keep_unpacked) fs::remove_all(root);
   }
   auto canaries = make_canaries(opt.seed);
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  if (opt.dedup.enabled && !opt.dedup.tokenize) {  // dedup compares the tokens training sees
+    std::string path = opt.tokenizer_path.empty() ? tokenizer::Tokenizer::default_path()
+                                                  : opt.tokenizer_path;
+    tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(path));
+    const tokenizer::Tokenizer* t = tok.get();
+    opt.dedup.tokenize = [t](std::string_view text, std::vector<uint32_t>& out) {
+      t->encode_append(text, out);
+    };
+  }
   write_corpus(opt, std::move(natural), std::move(ood), canaries, packages);
   std::fprintf(stderr, "[corpus] wrote %s (%.1f s)\n", opt.out_dir.c_str(), now_seconds() - t0);
 }

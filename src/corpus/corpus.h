@@ -16,8 +16,17 @@
 // "The secret code of canary CC-K is d d d ..." is inserted CC times as separate training
 // documents (count 0 = never-inserted controls), all recorded in DIR/canaries.json.
 //
+// Deduplication (dedup.h) runs on the natural documents before the canaries go in: held-out
+// documents (val_id, then val_ood_gcide, each sorted by id) come first and are never removed;
+// training documents (sorted by id) lose to held-out ones and to earlier training ones. Every
+// removal is a line of DIR/dedup_report.jsonl (id, source, rule, duplicate_of, its split,
+// estimated Jaccard / held-out share); the counts are in MANIFEST.json "dedup". If no training
+// document survives, nothing is written and the error says so.
+//
 // Outputs: DIR/train/part-0000N.jsonl.zst (documents sorted by id, then shuffled by a seeded
-// Fisher-Yates with mt19937_64, cut into `shards` contiguous parts), DIR/val_id.jsonl,
+// Fisher-Yates with mt19937_64, cut into `shards` contiguous parts; every copy of one canary goes
+// into one part, shard = XXH3(name) % shards, at seeded random positions, so a canary never
+// spans two part files), DIR/val_id.jsonl,
 // DIR/val_ood_gcide.jsonl, DIR/canaries.json, and DIR/MANIFEST.json (written last: package
 // names/versions/.deb sha256, options, per-source counts, every output's sha256/size/doc count).
 // Same .debs + options -> same bytes. Invalid UTF-8 in sources becomes U+FFFD (counted).
@@ -26,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "corpus/dedup.h"
 #include "corpus/jsonl.h"
 
 namespace olmo::corpus {
@@ -38,6 +48,9 @@ struct CorpusOptions {
   int shards = 4;
   uint64_t seed = 20251202;                // canary secrets and train order
   bool keep_unpacked = false;              // keep WORK/unpack/* after extraction
+  DedupOptions dedup;                      // dedup.enabled = false: --no-dedup
+  std::string tokenizer_path;              // build_corpus: the tokenizer whose 13-grams dedup
+                                           // compares ("" -> Tokenizer::default_path())
 };
 
 // ---- extraction from an unpacked package tree (root = dpkg-deb -x target) --------------------

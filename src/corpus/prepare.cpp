@@ -182,6 +182,66 @@ class Progress {
 
 }  // namespace
 
+namespace {
+
+// Non-empty documents of files, in input order, as prepare reads them (UTF-8 sanitized).
+std::vector<Document> read_all(const std::vector<std::string>& files, bool skip_bad_lines) {
+  std::vector<Document> v;
+  for (auto& path : files) {
+    DocumentReader r(path, JsonlOptions{skip_bad_lines});
+    Document d;
+    while (r.next(d))
+      if (!d.text.empty()) {
+        sanitize_utf8(d.text);
+        v.push_back(std::move(d));
+      }
+  }
+  return v;
+}
+
+struct DedupPlan {
+  std::vector<uint8_t> removed;  // per non-empty input document, in input order
+  std::string report;            // JSONL
+  nlohmann::ordered_json json;
+};
+
+DedupPlan plan_dedup(const std::vector<std::string>& inputs, const Encoder& enc,
+                     const PrepareOptions& opt) {
+  std::vector<Document> held = read_all(expand_inputs(opt.dedup_heldout), opt.skip_bad_lines);
+  std::vector<Document> train = read_all(inputs, opt.skip_bad_lines);
+  OLMO_CHECK(!train.empty(), "empty corpus: no non-empty documents in the inputs of ", opt.out_dir);
+  std::vector<DedupDoc> dd;
+  for (auto& d : held) dd.push_back({d.text, true});
+  for (auto& d : train) dd.push_back({d.text, false});
+  DedupOptions o = opt.dedup_options;
+  o.enabled = true;
+  if (!o.tokenize) o.tokenize = enc.encode_append;
+  if (o.threads == 0) o.threads = opt.threads;
+  DedupResult r = dedup(dd, o);
+  OLMO_CHECK(r.removals.size() < train.size(), "prepare: every one of the ", train.size(),
+             " input documents is a duplicate (", r.exact, " exact, ", r.near, " near, ",
+             r.heldout, " overlapping held-out text); nothing written to ", opt.out_dir);
+  DedupPlan p;
+  p.removed.assign(r.removed.begin() + std::ptrdiff_t(held.size()), r.removed.end());
+  auto who = [&](size_t i) -> const Document& { return i < held.size() ? held[i] : train[i - held.size()]; };
+  for (auto& x : r.removals) {
+    nlohmann::ordered_json line = {{"id", who(x.doc).id}, {"rule", x.rule},
+                                   {"duplicate_of", who(x.duplicate_of).id},
+                                   {"duplicate_of_heldout", x.duplicate_of < held.size()}};
+    if (x.rule == "near") line["jaccard_estimate"] = std::round(x.jaccard * 1000) / 1000;
+    if (x.rule == "heldout") line["heldout_share_in_doc"] = std::round(x.share * 1000) / 1000;
+    p.report += line.dump() + "\n";
+  }
+  p.json = {{"heldout_inputs", opt.dedup_heldout}, {"heldout_docs", held.size()},
+            {"docs_before", train.size()},
+            {"removed", {{"exact", r.exact}, {"near", r.near}, {"heldout", r.heldout}}},
+            {"jaccard", o.jaccard}, {"bands", o.bands}, {"rows", o.rows},
+            {"containment", o.containment}, {"report", "dedup_report.jsonl"}};
+  return p;
+}
+
+}  // namespace
+
 PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& enc,
                      const PrepareOptions& opt) {
   OLMO_CHECK(!opt.out_dir.empty(), "prepare: no output directory given (--out)");
@@ -193,6 +253,9 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
   std::vector<std::string> inputs = expand_inputs(inputs_raw);
   uint64_t total_bytes = 0;
   for (auto& p : inputs) total_bytes += file_size(p);
+  DedupPlan plan;
+  if (opt.dedup) plan = plan_dedup(inputs, enc, opt);  // before anything is written
+  uint64_t ordinal = 0;                                 // non-empty documents read so far
   fs::create_directories(opt.out_dir);
   int threads = opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -240,14 +303,26 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
     batch.clear();
   };
 
+  size_t bytes = 0;
   for (const auto& path : inputs) {
+    if (opt.part_per_input) {
+      flush_batch();
+      bytes = 0;
+      if (out) {
+        out->commit();
+        out.reset();
+      }
+    }
     DocumentReader r(path, JsonlOptions{opt.skip_bad_lines});
-    size_t bytes = 0;
     uint64_t docs_before = st.docs + batch.size(), empty_before = st.empty_docs;
     Document d;
     while (r.next(d)) {
       if (d.text.empty()) {
         ++st.empty_docs;
+        continue;
+      }
+      if (opt.dedup && plan.removed[ordinal++]) {
+        ++st.dedup_removed;
         continue;
       }
       st.utf8_fixes += sanitize_utf8(d.text);
@@ -277,7 +352,7 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
     throw Error(cat("empty corpus: no non-empty documents in ", names,
                     st.bad_lines ? cat(" (", st.bad_lines, " malformed lines skipped)") : ""));
   }
-  out->commit();
+  if (out) out->commit();  // (part_per_input: the last inputs may have had no documents)
   out.reset();
 
   // Remove part files beyond those written now (left by an earlier, larger run).
@@ -307,6 +382,10 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
   j["bad_lines_skipped"] = st.bad_lines;
   j["utf8_replacements"] = st.utf8_fixes;
   j["inputs"] = inputs_json;
+  if (opt.dedup) {
+    write_file_atomic((fs::path(opt.out_dir) / "dedup_report.jsonl").string(), plan.report);
+    j["dedup"] = plan.json;
+  }
   j["files"] = files;
   if (opt.audit_index) audit.write(opt.out_dir);
   write_file_atomic((fs::path(opt.out_dir) / "prepare.json").string(), j.dump(2) + "\n");

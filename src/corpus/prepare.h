@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "corpus/dedup.h"
 #include "tokenizer/tokenizer.h"
 
 namespace olmo::corpus {
@@ -42,6 +43,16 @@ struct PrepareOptions {
   size_t batch_bytes = 8u << 20;            // text per parallel batch
   bool audit_index = true;                  // write the audit index files (below)
   uint32_t ngram_sample = 8;                // keep 13-gram hashes with hash % ngram_sample == 0
+  bool part_per_input = false;              // also start a new part file at each input file
+                                            // (corpus shard k -> its own part file(s))
+  // --dedup: before tokenizing, the inputs' documents (all held in memory) are deduplicated
+  // (dedup.h, with this encoder's tokens) among themselves and against the held-out documents of
+  // dedup_heldout (files or directories, never written); the removed ones are skipped, listed in
+  // OUT/dedup_report.jsonl and counted in prepare.json "dedup". If none survives: an error, and
+  // nothing is written. Cost: the inputs are read and tokenized twice.
+  bool dedup = false;
+  std::vector<std::string> dedup_heldout;
+  DedupOptions dedup_options;
 };
 
 // Audit index written next to the token files (read by src/audit/corpus_index.h, so that the
@@ -61,6 +72,7 @@ uint64_t doc_hash(const uint32_t* tokens, size_t n);
 
 struct PrepareStats {
   uint64_t docs = 0, tokens = 0, bad_lines = 0, empty_docs = 0, utf8_fixes = 0, text_bytes = 0;
+  uint64_t dedup_removed = 0;
   std::vector<std::string> files;  // the .npy paths written
   double seconds = 0;
 };

@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -169,6 +171,72 @@ TEST(Prepare, PlainTextFilesAndDirectories) {
   EXPECT_EQ(idx[0].id, t / "txt/a.txt");  // sorted walk
   EXPECT_EQ(idx[1].id, t / "txt/b.txt");
   EXPECT_EQ(idx[2].id, t / "txt/sub/c.txt");
+}
+
+TEST(Prepare, PartPerInputStartsAFileAtEachInput) {
+  TempDir t;
+  fs::create_directories(t.p / "txt");
+  std::ofstream(t / "txt/a.txt") << "first";
+  std::ofstream(t / "txt/b.txt") << "second";
+  std::ofstream(t / "txt/c.txt") << "";  // last input without documents: no empty part
+  PrepareOptions o;
+  o.out_dir = t / "out";
+  o.part_per_input = true;
+  auto st = prepare({t / "txt"}, byte_encoder(), o);
+  ASSERT_EQ(st.files.size(), 2u);
+  EXPECT_EQ(read_tokens(st.files[0]).size(), 6u);  // "first" + EOS
+  EXPECT_EQ(read_tokens(st.files[1]).size(), 7u);
+  o.part_per_input = false;
+  EXPECT_EQ(prepare({t / "txt"}, byte_encoder(), o).files.size(), 1u);
+}
+
+TEST(Prepare, DedupDropsPlantedDuplicatesAndHeldOutCopies) {
+  TempDir t;
+  auto d = random_docs(40, 5);
+  for (auto& x : d) x.text.resize(std::max<size_t>(x.text.size(), 100), 'q');
+  std::vector<Document> held = {{"held", "", d[3].text}};
+  d[3].text = d[3].text + "!";                       // near copy of the held-out document
+  d.push_back({"near", "", d[10].text});
+  d.back().text.back() = d.back().text.back() == 'a' ? 'b' : 'a';  // near copy of doc 10
+  d.push_back({"exact", "", "  " + d[20].text + "\n"});           // exact up to whitespace
+  write_jsonl(t / "in.jsonl", d);
+  write_jsonl(t / "held.jsonl", held);
+  PrepareOptions o;
+  o.out_dir = t / "out";
+  o.dedup = true;
+  o.dedup_heldout = {t / "held.jsonl"};
+  auto st = prepare({t / "in.jsonl"}, byte_encoder(), o);
+  EXPECT_EQ(st.dedup_removed, 3u);
+  EXPECT_EQ(st.docs, d.size() - 3);
+  std::set<std::string> ids;
+  for (auto& e : read_doc_index(doc_index_path(st.files[0]))) ids.insert(e.id);
+  EXPECT_FALSE(ids.count(d[3].id)) << "the training copy of held-out text survived";
+  EXPECT_FALSE(ids.count("near")) << "a planted near-duplicate survived";
+  EXPECT_FALSE(ids.count("exact"));
+  EXPECT_TRUE(ids.count(d[10].id) && ids.count(d[20].id)) << "the originals stay";
+  auto j = nlohmann::json::parse(olmo::read_file(t / "out/prepare.json"));
+  EXPECT_EQ(j["dedup"]["removed"]["near"], 2);
+  EXPECT_EQ(j["dedup"]["removed"]["exact"], 1);
+}
+
+TEST(Prepare, DedupOfAllDuplicateInputIsAClearErrorAndWritesNothing) {
+  TempDir t;
+  std::string text(300, 'x');
+  write_jsonl(t / "in.jsonl", {{"a", "", text}, {"b", "", text}});
+  write_jsonl(t / "held.jsonl", {{"h", "", text}});
+  PrepareOptions o;
+  o.out_dir = t / "out";
+  o.dedup = true;
+  o.dedup_heldout = {t / "held.jsonl"};
+  try {
+    prepare({t / "in.jsonl"}, byte_encoder(), o);
+    FAIL() << "expected an error";
+  } catch (const olmo::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("every one of the 2 input documents is a duplicate"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(t / "out")) << "no empty token files may be left behind";
 }
 
 TEST(Prepare, EmptyCorpusIsAClearError) {
