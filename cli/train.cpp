@@ -11,6 +11,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "data/fsl_dataset.h"
+#include "dist/zero.h"
 #include "model/flops.h"
 #include "train/callbacks.h"
 #include "train/config.h"
@@ -56,7 +57,7 @@ void dry_run(const olmo::train::Config& c) {
 
   int64_t micro = c.data.micro_batch_tokens / c.data.seq_len;
   const int64_t W = std::max<int64_t>(1, c.data.processes);
-  const bool exact = c.dist.reduce == "exact";
+  const bool exact = dist::parse_reduce_mode(c.dist.reduce) == dist::ReduceMode::exact;
   model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro, W, exact,
                                             train::micro_batches(c),
                                             c.dist.exact_accumulator == "local");
