@@ -5,12 +5,13 @@
 #               build of the parsers' tests)
 #   make demo   install, build, build the corpus, tokenize it, train configs/demo.yaml
 #   make bench  the step benchmark against PyTorch (bench/compare.sh)
+#   make docs   regenerate docs/config.md (every config key) from the field table
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench clean corpus
+.PHONY: all deps configure build test demo bench clean corpus docs
 .PHONY: fuzz fuzz-run asan-configure test-asan test-asan-ci
 
 all: build
@@ -28,6 +29,9 @@ test: build
 	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
 	  { python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
 	@$(MAKE) --no-print-directory test-asan-ci
+
+docs: build
+	@$(BUILD)/olmo info --config-reference > docs/config.md && echo "wrote docs/config.md"
 
 corpus: build
 	bash scripts/make_demo_data.sh

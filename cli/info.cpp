@@ -1,8 +1,10 @@
 // `olmo info`: parameter counts, training FLOPs per token and the training memory plan of a
 // preset, an HF config.json or a checkpoint (its model section), as text or JSON; every field of
-// the model configuration (model/config_fields.h) is printed.
+// the model configuration (model/config_fields.h) is printed. --config-reference prints the
+// reference of every training config key (train/config_reference.h; docs/config.md).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -14,6 +16,8 @@
 #include "model/config.h"
 #include "model/config_json.h"
 #include "model/flops.h"
+#include "train/config.h"
+#include "train/config_reference.h"
 
 namespace {
 
@@ -29,13 +33,14 @@ double gib(int64_t b) { return double(b) / double(1ll << 30); }
 
 int run_info(int argc, char** argv) {
   using namespace olmo::model;
-  olmo::cli::Args a(argc, argv, {"--json"});
+  olmo::cli::Args a(argc, argv, {"--json", "--config-reference"});
   if (a.has("--help")) {
     std::printf(
         "usage: olmo info (--preset NAME | --config config.json | --checkpoint DIR) [--vocab hf|padded]\n"
         "                 [--seq S]\n"
         "                 [--batch B] [--processes N] [--reduce exact|fast] [--micro-batches K]\n"
         "                 [--json]\n"
+        "       olmo info --config-reference   (every training config key, as docs/config.md)\n"
         "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
         "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan.\n"
         "  --checkpoint  a checkpoint (RUN_DIR/stepN) or run dir (its newest complete checkpoint):\n"
@@ -53,6 +58,11 @@ int run_info(int argc, char** argv) {
         "presets:");
     for (auto& n : preset_names()) std::printf(" %s", n.c_str());
     std::printf("\n");
+    return 0;
+  }
+  if (a.has("--config-reference")) {
+    a.finish({"--config-reference"});
+    std::printf("%s", olmo::train::config_reference_markdown().c_str());
     return 0;
   }
   a.finish({"--preset", "--config", "--checkpoint", "--vocab", "--seq", "--batch", "--json", "--processes",
@@ -87,13 +97,18 @@ int run_info(int argc, char** argv) {
   const std::string reduce = a.get("--reduce", "exact");
   OLMO_CHECK(W >= 1, "--processes must be >= 1");
   OLMO_CHECK(K >= 1, "--micro-batches must be >= 1");
-  OLMO_CHECK(reduce == "exact" || reduce == "fast", "--reduce must be exact or fast, got '",
-             reduce, "'");
+  // The valid values are the config table's (train/config.cpp choice_fields).
+  auto check_choice = [](const std::string& flag, const char* key, const std::string& v) {
+    const olmo::train::ChoiceField* f = olmo::train::choice_field(key);
+    OLMO_CHECK(std::find(f->values.begin(), f->values.end(), v) != f->values.end(), flag,
+               " must be ", olmo::train::choice_list(*f), ", got '", v, "'");
+  };
+  check_choice("--reduce", "dist.reduce", reduce);
+  const bool exact = olmo::dist::parse_reduce_mode(reduce) == olmo::dist::ReduceMode::exact;
   const std::string acc_arg = a.get("--exact-accumulator", "auto");
-  OLMO_CHECK(acc_arg == "auto" || acc_arg == "local" || acc_arg == "sharded",
-             "--exact-accumulator must be auto, local or sharded, got '", acc_arg, "'");
+  check_choice("--exact-accumulator", "dist.exact_accumulator", acc_arg);
   const std::string acc = olmo::dist::local_accumulator(acc_arg, W, K) ? "local" : "sharded";
-  MemoryPlan m = memory_plan(c, S, mb, W, reduce == "exact", K, acc == "local");
+  MemoryPlan m = memory_plan(c, S, mb, W, exact, K, acc == "local");
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
 
@@ -147,7 +162,7 @@ int run_info(int argc, char** argv) {
   std::printf("memory plan per process (fp32, seq %lld x micro-batch %lld, %lld process%s, "
               "ZeRO-1/2, reduce %s%s):\n", (long long)S, (long long)mb, (long long)W,
               W == 1 ? "" : "es", reduce.c_str(),
-              reduce == "exact" ? (acc == "local" ? ", local accumulator" : ", sharded accumulator") : "");
+              exact ? (acc == "local" ? ", local accumulator" : ", sharded accumulator") : "");
   std::printf("  weights %.2f GiB, grads %.2f GiB, AdamW moments %.2f GiB (1/%lld)\n",
               gib(m.weights), gib(m.grads), gib(m.adam_moments), (long long)W);
   std::printf("  reduced-gradient shard %.2f GiB, exact accumulator %.2f GiB\n",

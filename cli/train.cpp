@@ -57,7 +57,7 @@ void dry_run(const olmo::train::Config& c) {
 
   int64_t micro = c.data.micro_batch_tokens / c.data.seq_len;
   const int64_t W = std::max<int64_t>(1, c.data.processes);
-  const bool exact = c.dist.reduce == "exact";
+  const bool exact = dist::parse_reduce_mode(c.dist.reduce) == dist::ReduceMode::exact;
   const bool local_acc = dist::local_accumulator(c.dist.exact_accumulator, W, train::micro_batches(c));
   model::MemoryPlan mp = model::memory_plan(mc, c.data.seq_len, micro, W, exact,
                                             train::micro_batches(c), local_acc);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -18,9 +19,10 @@ ShardLayout::ShardLayout(size_t n, size_t w) : numel(n), world(w) {
 }
 
 ReduceMode parse_reduce_mode(const std::string& s) {
-  if (s == "exact") return ReduceMode::exact;
-  if (s == "fast") return ReduceMode::fast;
-  throw Error(cat("dist.reduce must be exact or fast, got '", s, "'"));
+  for (size_t i = 0; i < std::size(kReduceModeNames); ++i)
+    if (s == kReduceModeNames[i]) return static_cast<ReduceMode>(i);
+  throw Error(cat("dist.reduce must be ", kReduceModeNames[0], " or ", kReduceModeNames[1],
+                  ", got '", s, "'"));
 }
 
 bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank) {

@@ -44,7 +44,11 @@ struct ShardLayout {
 };
 
 enum class ReduceMode { exact, fast };
-ReduceMode parse_reduce_mode(const std::string& s);  // "exact" | "fast"
+// The valid names of dist.reduce, in ReduceMode order: the one list the config table
+// (train/config.cpp), the reference docs and `olmo info --reduce` use.
+inline constexpr const char* kReduceModeNames[] = {"exact", "fast"};
+// Throws olmo::Error naming the valid values for any other string.
+ReduceMode parse_reduce_mode(const std::string& s);
 
 // dist.exact_accumulator -> true for the local accumulator, false for the sharded one.
 // "local" / "sharded" as given; "auto" (the default) picks local on one process (the same

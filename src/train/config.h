@@ -226,6 +226,28 @@ std::string to_yaml(const Config& c);
 // Every known dotted key (for docs and suggestions).
 std::vector<std::string> known_keys();
 
+// One row of the field table, for the generated reference (config_reference.h):
+// type = string | int | float | bool | choice | list of int | list of float | list of string |
+// map of label: path; default_value as to_yaml prints it for a default-constructed Config.
+struct FieldInfo {
+  std::string key, type, default_value, doc;
+  std::vector<std::string> choices;  // the allowed values of a choice field, else empty
+};
+std::vector<FieldInfo> describe_fields();  // every field, in to_yaml order
+
+// A choice field: a string key whose value must be one of `values` (written only here;
+// validate(), the error message and the reference all read this table).
+struct ChoiceField {
+  const char* key;
+  std::vector<std::string> values;
+  bool empty_is_first = false;       // "" is accepted and means values[0]
+};
+const std::vector<ChoiceField>& choice_fields();
+// The choice field named `key`, or nullptr.
+const ChoiceField* choice_field(const std::string& key);
+// "a, b or c": the valid values of a choice field, as the error messages print them.
+std::string choice_list(const ChoiceField& f);
+
 // Derived quantities (OLMo-core semantics).
 int64_t batch_instances(const Config& c);      // global_batch_tokens / seq_len
 int64_t micro_batches(const Config& c);        // per process per step

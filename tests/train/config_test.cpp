@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 
@@ -237,4 +238,39 @@ TEST(Config, ModelConfigNeverProbesTheCpu) {
   Config b = load_config(src("configs/tiny.yaml"), {"model.precision=bf16_mixed"});
   EXPECT_EQ(model_config(b).precision, olmo::model::Precision::bf16_mixed);  // as written
   unsetenv("OLMO_BF16");
+}
+
+// The field table documents every key (docs/config.md is generated from it) and the choice table
+// names only string keys of the field table, each with at least two values.
+TEST(Config, EveryKeyHasADocStringAndChoicesAreKnownKeys) {
+  auto fields = describe_fields();
+  EXPECT_EQ(fields.size(), known_keys().size());
+  for (auto& f : fields) {
+    EXPECT_FALSE(f.doc.empty()) << "config key '" << f.key
+                                << "' has an empty doc string in visit_fields (src/train/config.cpp)";
+    EXPECT_FALSE(f.type.empty()) << f.key;
+  }
+  for (auto& ch : choice_fields()) {
+    auto it = std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.key == ch.key; });
+    ASSERT_NE(it, fields.end()) << "choice field '" << ch.key << "' is not a config key";
+    EXPECT_EQ(it->type, "choice") << ch.key;
+    EXPECT_GE(ch.values.size(), 2u) << ch.key;
+  }
+}
+
+// Every choice field refuses a value outside its table, naming the key, the value and every
+// allowed value; every allowed value passes (on configs/tiny.yaml, which validates).
+TEST(Config, ChoiceFieldsAcceptExactlyTheirTable) {
+  for (auto& ch : choice_fields()) {
+    std::string key = ch.key;
+    expect_error([&] { validate(load_config(src("configs/tiny.yaml"), {key + "=bogus"}), false); },
+                 {key, "'bogus'", ch.values.front(), ch.values.back()});
+    for (auto& v : ch.values) {
+      std::vector<std::string> ov = {key + "=" + v};
+      if (key == "data.inject_fault") ov.push_back("allow_fault_injection=true");
+      if (v == "wsd") ov.push_back("scheduler.decay_steps=1");
+      if (v == "packed_fsl") ov.push_back("data.eos_id=0");
+      EXPECT_NO_THROW(validate(load_config(src("configs/tiny.yaml"), ov), false)) << key << "=" << v;
+    }
+  }
 }
