@@ -180,7 +180,7 @@ struct TrainerSection {
   bool profile = false;
 };
 
-// Data-parallel distribution (src/dist). The trajectory is bitwise the same for every world size
+// Data-parallel distribution (src/distributed). The trajectory is bitwise the same for every world size
 // under reduce = exact (fixed-point gradient sums); fast = plain fp32 reduce-scatter.
 struct DistSection {
   // fast (default): plain fp32; exact: world-size-independent bits, at a measured cost of 6-16%
