@@ -50,7 +50,7 @@ int run_info(int argc, char** argv) {
         "  --batch   micro-batch size (sequences) for the activation memory (default 1)\n"
         "  --processes  data-parallel processes: the per-rank ZeRO-1/2 plan and the bytes each\n"
         "            rank moves per step (default 1)\n"
-        "  --reduce  exact (default) or fast gradient reduction (see src/dist/zero.h)\n"
+        "  --reduce  exact (default) or fast gradient reduction (see src/distributed/zero.h)\n"
         "  --micro-batches  micro-batches per rank per step\n"
         "  --exact-accumulator  auto (default: dist::local_accumulator, sharded above 8\n"
         "            processes or at one micro-batch per rank), local (16 B/param, one\n"

@@ -6,7 +6,7 @@
 #include <exception>
 
 #include "command.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "core/error.h"
 
 namespace olmo::cli {

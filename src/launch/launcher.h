@@ -17,7 +17,7 @@
 //   * it stops with an error after max_failures failed jobs, when the slots fall below min_np,
 //     or when the run dir is locked by a live job.
 // With dist.reduce=exact every world size computes the same bits, so a run that was resized
-// any number of times ends bitwise equal to one that never was (tests/dist/launch_*).
+// any number of times ends bitwise equal to one that never was (tests/distributed/launch_*).
 #pragma once
 #include <string>
 #include <vector>

@@ -41,7 +41,7 @@ double olmo_core_flops_per_token(const ModelConfig& c, int64_t seq_len);
 // Training memory (bytes, fp32 everywhere). Activations: what Olmo3::forward_backward stores per
 // token for the backward pass (all layers), plus per-token scratch reused across layers; the loss
 // kernel's fixed-size chunk buffer is not per token and not included.
-// Per process, data-parallel over W processes with ZeRO-1/2 (src/dist): full fp32 weights and
+// Per process, data-parallel over W processes with ZeRO-1/2 (src/distributed): full fp32 weights and
 // the model's full micro-batch gradient buffer on every rank; AdamW moments, the reduced
 // gradient shard and (dist.reduce=exact) the 128-bit fixed-point shard accumulator are 1/W.
 // Bytes each rank sends per step (ring algorithms: (W-1)/W of the vector per collective):

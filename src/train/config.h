@@ -180,7 +180,7 @@ struct TrainerSection {
   bool profile = false;
 };
 
-// Data-parallel distribution (src/dist). The trajectory is bitwise the same for every world size
+// Data-parallel distribution (src/distributed). The trajectory is bitwise the same for every world size
 // under reduce = exact (fixed-point gradient sums); fast = plain fp32 reduce-scatter.
 struct DistSection {
   // exact (default): world-size-independent bits (the only such mode, so the default; its

@@ -51,7 +51,7 @@ PrecisionChoice choose_precision(const Config& c) {
   std::lock_guard<std::mutex> lock(mu);
   if (!decided) {
     // Test switch: OLMO_TEST_PRECISION_PROBE=bf16|fp32 replaces the probe's measurement (bf16:
-    // "bf16 GEMM is faster"), so tests/dist/precision_test.py can make each case happen on any
+    // "bf16 GEMM is faster"), so tests/distributed/precision_test.py can make each case happen on any
     // CPU; with OLMO_BF16=emulate, bf16 also on a CPU without native bf16.
     const char* forced = std::getenv("OLMO_TEST_PRECISION_PROBE");
     if (forced && *forced) {

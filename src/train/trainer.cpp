@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/profile.h"
 #include "core/timer.h"
-#include "dist/fixed_point.h"
+#include "distributed/fixed_point.h"
 #include "data/mix.h"
 #include "kernels/peak.h"
 #include "model/flops.h"
@@ -222,7 +222,7 @@ std::vector<Callback*> Trainer::callbacks() {
 // Test-only fault switch: OLMO_TEST_KILL="<where>:<rank>:<step>" makes that rank SIGKILL
 // itself at `where` (start = right after the starting state is restored, step = the step it
 // starts from; step = after its first micro-batch of that step, ckpt = after writing its
-// checkpoint shard data, before it is closed) -- the crash tests of tests/dist and the kill
+// checkpoint shard data, before it is closed) -- the crash tests of tests/distributed and the kill
 // campaign of tests/train.
 void Trainer::maybe_test_kill(const char* where) {
   static const char* spec = std::getenv("OLMO_TEST_KILL");

@@ -1,5 +1,5 @@
 // The training loop, OLMo-core semantics (train/trainer.py + TransformerTrainModule.train_batch),
-// data-parallel over W processes (src/dist; W = 1 without mpirun). Step s (1-based: incremented
+// data-parallel over W processes (src/distributed; W = 1 without mpirun). Step s (1-based: incremented
 // before the batch is trained) runs in explicit stages:
 //   1. batch:  loader.next() gives this rank's slice of the global batch of G instances x T
 //              tokens, in whole micro-batches (rank r runs micro-batches r, r+W, ...);
@@ -56,8 +56,8 @@
 #include "data/fsl_dataset.h"
 #include "data/instance_source.h"
 #include "data/loader.h"
-#include "dist/communicator.h"
-#include "dist/zero.h"
+#include "distributed/communicator.h"
+#include "distributed/zero.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"

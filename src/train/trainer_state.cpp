@@ -30,7 +30,7 @@
 #include "core/file_io.h"
 #include "core/hash.h"
 #include "core/timer.h"
-#include "dist/fixed_point.h"
+#include "distributed/fixed_point.h"
 #include "model/config_json.h"
 #include "model/hf_io.h"
 #include "train/checkpoint_verify.h"

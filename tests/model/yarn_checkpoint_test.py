@@ -34,7 +34,7 @@ from transformers import AutoModelForCausalLM, Olmo3Config, Olmo3ForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "train"))
-sys.path.insert(0, os.path.join(HERE, "..", "dist"))
+sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
 import dist_util as du  # noqa: E402
 import tiny_data as td  # noqa: E402
 

@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "dist"))
+sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
 import dist_util as du  # noqa: E402
 
 BIN = os.environ.get("OLMO_BIN", "build/olmo")

@@ -1,5 +1,5 @@
 // ZeRO sharding, bucketed reduce-scatter, exact / fast reductions, all-gather (see zero.h).
-#include "dist/zero.h"
+#include "distributed/zero.h"
 
 #include <algorithm>
 #include <cmath>

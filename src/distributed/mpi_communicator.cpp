@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "dist/communicator.h"
-#include "dist/fixed_point.h"
+#include "distributed/communicator.h"
+#include "distributed/fixed_point.h"
 
 namespace olmo::dist {
 

@@ -1,10 +1,10 @@
 // Fixed-point conversions and accumulation (see fixed_point.h).
-#include "dist/fixed_point.h"
+#include "distributed/fixed_point.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "dist/fixed_point_body.h"
+#include "distributed/fixed_point_body.h"
 #include "kernels/dispatch.h"
 
 namespace olmo::dist {

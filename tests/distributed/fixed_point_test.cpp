@@ -1,7 +1,7 @@
 // Fixed-point conversions (dist/fixed_point.h) against the slow references and exact
 // arithmetic, and the property the exact reduction rests on: a sum over any partition and order
 // gives the same bits.
-#include "dist/fixed_point.h"
+#include "distributed/fixed_point.h"
 
 #include "core/cpu.h"
 

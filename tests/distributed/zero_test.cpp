@@ -1,7 +1,7 @@
 // ZeRO pieces that need no second process: the shard layout, the one-process GradReducer
 // (exact and fast) against plain sums, the exact global norm against a long-double norm, and the
 // sharded AdamW against the unsharded one, bit for bit.
-#include "dist/zero.h"
+#include "distributed/zero.h"
 
 #include <gtest/gtest.h>
 

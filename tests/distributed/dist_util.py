@@ -1,4 +1,4 @@
-"""Shared helpers of the tests/dist Python tests: launching `mpirun -np N build/olmo train`
+"""Shared helpers of the tests/distributed Python tests: launching `mpirun -np N build/olmo train`
 on loopback, the tiny config with 12 micro-batches per step (every N in 1, 2, 3, 4 divides it),
 and reading checkpoints (global tensors assembled from every rank's pieces with numpy, an
 independent reader of our index format)."""

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/fixed_point.h"
+#include "distributed/communicator.h"
+#include "distributed/fixed_point.h"
 
 namespace olmo::dist {
 

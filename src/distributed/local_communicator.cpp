@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace olmo::dist {
 
