@@ -12,7 +12,7 @@
 #include "command.h"
 #include "ckpt/checkpoint.h"
 #include "core/file_io.h"
-#include "dist/zero.h"
+#include "distributed/zero.h"
 #include "model/config.h"
 #include "model/config_json.h"
 #include "model/flops.h"

@@ -11,7 +11,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "data/fsl_dataset.h"
-#include "dist/zero.h"
+#include "distributed/zero.h"
 #include "model/flops.h"
 #include "train/callbacks.h"
 #include "train/config.h"

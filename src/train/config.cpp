@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "data/named_mix.h"
-#include "dist/zero.h"
+#include "distributed/zero.h"
 
 namespace fs = std::filesystem;
 
