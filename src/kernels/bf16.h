@@ -5,8 +5,8 @@
 // uint16_t (bf16_t). fp32 -> bf16 rounds to nearest, ties to even, exactly as PyTorch's
 // c10::BFloat16 (round_to_nearest_even): bits + 0x7fff + ((bits >> 16) & 1), upper 16 bits;
 // NaN -> 0x7fc0 (a quiet NaN); denormals are kept (not flushed); values past the largest bf16
-// round to +-inf. Relative rounding error <= u = 2^-8 (half the 2^-7 spacing of 8 significant bits). bf16 -> fp32 is
-// exact (a shift).
+// round to +-inf. Relative rounding error <= u = 2^-8 (half the 2^-7 spacing of 8 significant
+// bits). bf16 -> fp32 is exact (a shift).
 //
 // f32_to_bf16 / bf16_to_f32: n elements, OpenMP over blocks for large n, per-ISA loops
 // (bf16_body.h: the same integer formula, stamped per ISA and vectorised by the compiler), so
