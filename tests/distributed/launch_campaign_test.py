@@ -73,6 +73,9 @@ def main():
             for kind, at, m, delay in plan:
                 lu.wait_for(lambda: lu.last_train_step(run) >= at, 120, f"step {at}", proc)
                 if kind == "kill":
+                    # A job between launches (stopped at a resize checkpoint) has no ranks:
+                    # kill the next job's rank as soon as it runs.
+                    lu.wait_for(lambda: lu.rank_pids(run), 60, f"a live job after step {at}", proc)
                     pids = lu.rank_pids(run)
                     time.sleep(delay)
                     r = rng.choice(sorted(pids))

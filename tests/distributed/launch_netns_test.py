@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 import launch_util as lu  # noqa: E402
 
-STEPS = 24
+STEPS = 60  # long enough that the host returns before the run ends, however fast steps are
 IP = shutil.which("ip") or "/usr/sbin/ip"
 
 
