@@ -26,7 +26,15 @@ positions of the concatenated subject test splits, whose positions are MMLU's do
 split, which gives the shots, is untouched). MMLU's subset doc_ids are mapped back to the full
 task's. Every sample goes through ds.collate_fn([sample]), the model, ICLMetric.update.
 
+The record (checked in, so the work of earlier sessions is kept on a fresh machine):
+  bench/results/olmo_eval_ref/<key>/meta.json, docs.json   as in the cache
+  bench/results/olmo_eval_ref/<key>/<label>.jsonl.gz       every chunk of that task, one JSON per line
+`pack` moves the cache's chunks into the record (rewritten to a temporary name and renamed);
+`run`, `compare` and `status` read the record and the cache together, and refuse a document that
+two chunks cover. A run on a fresh machine therefore only scores documents the record lacks.
+
 Commands:
+  pack     [--ctx 2048] [--cache DIR]   merge the cache's chunks into the record
   run      [--tasks fast] [--ctx 2048] [--threads 2] [--chunk-tokens 40000] [--cache DIR]
            [--max-docs N]   scores every document not in the cache yet, then exits
   compare  [--tasks fast] [--ctx 2048] [--cache DIR] [--threads 2] [--md FILE]
@@ -42,6 +50,7 @@ Env: OLMO_BIN (default build/olmo), OLMO_EVAL_DATA (default data/olmo_eval).
 """
 import argparse
 import glob
+import gzip
 import hashlib
 import json
 import os
@@ -111,6 +120,12 @@ def model_dir(cache, ctx):
     tj = sha256(os.path.join(tmp, "model", "tokenizer.json"))
     key = os.path.join(cache, f"ctx{ctx}-{st[:16]}")
     meta = os.path.join(key, "meta.json")
+    rec_meta = os.path.join(RECORD, os.path.basename(key), "meta.json")
+    if os.path.exists(rec_meta):
+        m = json.load(open(rec_meta))
+        if m["model_sha256"] != st or m["tokenizer_sha256"] != tj:
+            sys.exit(f"{rec_meta}: recorded hashes {m['model_sha256']}/{m['tokenizer_sha256']} "
+                     f"differ from the re-exported model's {st}/{tj}")
     if os.path.exists(meta):
         m = json.load(open(meta))
         if m["model_sha256"] != st or m["tokenizer_sha256"] != tj:
@@ -188,14 +203,47 @@ def build(label, tok, ctx, sub, want):
     return ds, want
 
 
-def load_chunks(key, label):
+RECORD = os.path.join(ROOT, "bench", "results", "olmo_eval_ref")
+
+
+def record_path(key, label):
+    return os.path.join(RECORD, os.path.basename(key), f"{label}.jsonl.gz")
+
+
+def load_record(key, label):
+    """The checked-in chunks of one task ([] when the record has none)."""
+    p = record_path(key, label)
+    if not os.path.exists(p):
+        return []
     chunks = []
+    try:
+        with gzip.open(p, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                try:
+                    chunks.append(json.loads(line))
+                except ValueError as e:
+                    sys.exit(f"{p}:{n}: malformed chunk line ({e})")
+    except (OSError, EOFError) as e:
+        sys.exit(f"{p}: unreadable record ({e}); restore it with git checkout")
+    return chunks
+
+
+def load_chunks(key, label):
+    """The record's chunks and the cache's, each document in at most one of them."""
+    chunks = load_record(key, label)
     for p in sorted(glob.glob(os.path.join(key, label, "*.json"))):
         try:
             chunks.append(json.load(open(p)))
         except (OSError, ValueError) as e:
             sys.exit(f"{p}: unreadable chunk ({e}); chunks are renamed into place, so this file "
                      "was damaged after writing: delete it and rerun")
+    seen = set()
+    for c in chunks:
+        if seen.intersection(c["docs"]):
+            sys.exit(f"{label}: a document is covered by two chunks (record "
+                     f"{record_path(key, label)} and cache {os.path.join(key, label)}): "
+                     "delete the cache's copy")
+        seen.update(c["docs"])
     return chunks
 
 
@@ -215,7 +263,10 @@ def reference_setup(threads):
 def totals(key, labels, sub, tok, ctx):
     """doc_ids of every task, from the reference's own loaders (cached in key/docs.json)."""
     path = os.path.join(key, "docs.json")
+    rec = os.path.join(RECORD, os.path.basename(key), "docs.json")
     have = json.load(open(path)) if os.path.exists(path) else {}
+    if not have and os.path.exists(rec):
+        have = json.load(open(rec))
     if any(l not in have for l in labels):
         for l in labels:
             if l not in have:
@@ -277,7 +328,10 @@ def cmd_run(a):
 
 
 def coverage(key, labels):
-    all_docs = json.load(open(os.path.join(key, "docs.json")))
+    path = os.path.join(key, "docs.json")
+    if not os.path.exists(path):
+        path = os.path.join(RECORD, os.path.basename(key), "docs.json")
+    all_docs = json.load(open(path))
     rows = []
     for l in labels:
         chunks = load_chunks(key, l)
@@ -288,8 +342,41 @@ def coverage(key, labels):
     return rows
 
 
-def cmd_status(a):
+def cmd_pack(a):
+    """Cache chunks -> record (per task, atomically); the cache's copies are removed after."""
     keys = sorted(glob.glob(os.path.join(a.cache, f"ctx{a.ctx}-*")))
+    if not keys:
+        sys.exit(f"{a.cache}: no ctx{a.ctx} cache to pack")
+    for key in keys:
+        out = os.path.join(RECORD, os.path.basename(key))
+        os.makedirs(out, exist_ok=True)
+        for name in ("meta.json", "docs.json"):
+            if os.path.exists(os.path.join(key, name)):
+                write_atomic(os.path.join(out, name), open(os.path.join(key, name)).read())
+        for d in sorted(glob.glob(os.path.join(key, "*", ""))):
+            label = os.path.basename(os.path.dirname(d))
+            files = sorted(glob.glob(os.path.join(d, "*.json")))
+            if label == "model" or not files:
+                continue
+            chunks = load_chunks(key, label)  # record + cache, checked disjoint
+            chunks.sort(key=lambda c: c["docs"][0])
+            p = record_path(key, label)
+            tmp = f"{p}.tmp{os.getpid()}"
+            with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
+                for c in chunks:
+                    f.write(json.dumps(c) + "\n")
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, p)
+            for q in files:
+                os.remove(q)
+            print(f"{label}: {sum(len(c['docs']) for c in chunks)} documents in {p}")
+
+
+def cmd_status(a):
+    keys = sorted(set(glob.glob(os.path.join(a.cache, f"ctx{a.ctx}-*")))
+                  | {os.path.join(a.cache, os.path.basename(k))
+                     for k in glob.glob(os.path.join(RECORD, f"ctx{a.ctx}-*"))})
     if not keys:
         sys.exit(f"{a.cache}: no ctx{a.ctx} cache yet (run `bench/olmo_eval_ref.py run`)")
     for key in keys:
@@ -430,8 +517,9 @@ def cmd_compare(a):
 
 
 def main():
+    global RECORD
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("command", choices=["run", "compare", "status"])
+    p.add_argument("command", choices=["run", "compare", "status", "pack"])
     p.add_argument("--tasks", default="fast")
     p.add_argument("--ctx", type=int, default=2048)
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "2")))
@@ -441,10 +529,13 @@ def main():
     p.add_argument("--max-docs", type=int, default=0,
                    help="run: stop each task after its N smallest doc_ids (0 = all)")
     p.add_argument("--md", help="compare: also write the table to this file")
+    p.add_argument("--record", default=RECORD,
+                   help="the checked-in record of finished chunks (default bench/results/olmo_eval_ref)")
     a = p.parse_args()
+    RECORD = os.path.abspath(a.record)
     if not os.path.exists(os.path.join(DATA, "manifest.json")):
         sys.exit(f"{DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
-    {"run": cmd_run, "compare": cmd_compare, "status": cmd_status}[a.command](a)
+    {"run": cmd_run, "compare": cmd_compare, "status": cmd_status, "pack": cmd_pack}[a.command](a)
 
 
 if __name__ == "__main__":

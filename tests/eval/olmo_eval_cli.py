@@ -155,6 +155,22 @@ def main():
     check([r["truncated"] for r in drows if r["task"] == "t_bpb" and r["doc_id"] == 0] == [True],
           "t_bpb doc 0 marked truncated in --docs-out")
 
+    # The KV budget changes how many choices are decoded together, never a score: the
+    # smallest budget (one continuation at a time) gives the same per-document values.
+    docs1 = os.path.join(tmp, "d1.jsonl")
+    olmo("evaluate", "--model", hf, "--tasks", "t_acc,t_bpb,t_mc", "--data", data,
+         "--max-len", "64", "--kv-budget-gib", "1e-9", "--docs-out", docs1)
+    one = [json.loads(x) for x in open(docs1)]
+    worst = max(abs(a - b) / max(abs(b), 1e-30) for r, q in zip(one, drows)
+                for a, b in zip(r["ll"], q["ll"]))
+    check([(r["task"], r["doc_id"], r["pred"]) for r in one]
+          == [(r["task"], r["doc_id"], r["pred"]) for r in drows] and worst <= 1e-6,
+          f"--kv-budget-gib 1e-9: same predictions, log-likelihoods within 1e-6 ({worst:.1e})")
+    bad = olmo("evaluate", "--model", hf, "--tasks", "t_acc", "--data", data,
+               "--kv-budget-gib", "0", check=False)
+    check(bad.returncode == 1 and "--kv-budget-gib must be a positive number" in bad.stderr,
+          f"--kv-budget-gib 0 refused: {bad.stderr.strip()[:160]}")
+
     olmo("evaluate", "--model", hf, "--tasks", "t_acc", "--data", data, "--max-len", "64",
          "--limit", "2", "--docs-out", docs)
     ids = [json.loads(x)["doc_id"] for x in open(docs)]

