@@ -1,19 +1,22 @@
 // Activation checkpointing (model/act_checkpoint.h, olmo3.h): for every mode the gradients and
 // loss sums of forward_backward (with gradient accumulation over two micro-batches and document
-// masking) and an 8-step AdamW trajectory are BITWISE those of mode none, in fp32; the block
-// choice of each mode (OLMo-core's selected_blocks rule, the budget rule); the model allocates
-// exactly the plan's activation bytes (flops.h) in every mode; bad settings are refused.
+// masking) and an 8-step AdamW trajectory are BITWISE those of mode none, in fp32 (and the
+// gradients in bf16_mixed); the block choice of each mode (OLMo-core's selected_blocks rule, the
+// budget rule); the model allocates exactly the plan's activation bytes (flops.h) in every mode;
+// bad settings are refused.
 // A recompute that is skipped or runs on the wrong input makes the bitwise checks fail (the
 // recompute slot then holds another block's activations).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/bf16.h"
 #include "model/flops.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
@@ -124,6 +127,32 @@ TEST(ActCheckpoint, GradientsBitwiseUnchanged) {
     auto e = m.forward_loss(b1.tok.data(), b1.tgt.data(), b1.doc.data(), 2, 16, 1e-3f);
     auto r = ref.forward_loss(b1.tok.data(), b1.tgt.data(), b1.doc.data(), 2, 16, 1e-3f);
     EXPECT_EQ(e.ce_sum, r.ce_sum) << label(c);
+  }
+}
+
+// bf16_mixed: the recompute rounds the same fp32 inputs into the bf16 scratch again, so the
+// gradients stay bitwise too (native AVX512_BF16, else OLMO_BF16=emulate's rounding path).
+TEST(ActCheckpoint, Bf16MixedGradientsBitwiseUnchanged) {
+  if (!olmo::kernels::bf16_usable()) setenv("OLMO_BF16", "emulate", 1);
+  ASSERT_TRUE(olmo::kernels::bf16_usable());
+  auto bf = [](ModelConfig c) {
+    c.precision = Precision::bf16_mixed;
+    return c;
+  };
+  Olmo3 ref(bf(cfg(AcMode::none)));
+  ref.init_weights(5);
+  Batch b(97, 4);
+  ref.zero_grad();
+  const auto want = ref.forward_backward(b.tok.data(), b.tgt.data(), b.doc.data(), 2, 16, 0.5f,
+                                         1e-3f);
+  for (const ModelConfig& c : {cfg(AcMode::full), cfg(AcMode::selected_blocks, 2)}) {
+    Olmo3 m(bf(c));
+    std::memcpy(m.params(), ref.params(), ref.num_params() * sizeof(float));
+    m.zero_grad();
+    const auto got = m.forward_backward(b.tok.data(), b.tgt.data(), b.doc.data(), 2, 16, 0.5f,
+                                        1e-3f);
+    EXPECT_EQ(got.ce_sum, want.ce_sum) << label(c);
+    EXPECT_TRUE(same_bits(m.grads(), ref.grads(), ref.num_params())) << label(c);
   }
 }
 
