@@ -66,7 +66,8 @@ std::vector<ModeRow> plan_modes(const model::ModelConfig& mc, const PlanInputs& 
     model::ModelConfig c = mc;
     c.act_ckpt = ac;
     ModeRow r;
-    r.label = label_of(ac) + (label_of(ac) == label_of(own) ? " (this run)" : "");
+    const bool mine = own.mode != model::AcMode::none && label_of(ac) == label_of(own);
+    r.label = label_of(ac) + (mine ? " (this run)" : "");
     r.ac = ac;
     for (char b : model::checkpointed_blocks(c)) r.checkpointed += b;
     r.plan = plan_for(c, in, in.processes, 1e300);

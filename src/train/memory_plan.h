@@ -37,7 +37,8 @@ struct PlanInputs {
 };
 
 struct ModeRow {
-  std::string label;           // "none", "full", "selected_blocks 2", "budget 0.5", ...
+  std::string label;           // "none", "full", "selected_blocks 2", "budget 0.5", ...; the
+                               // run's own mode (when not none) gets " (this run)"
   model::ActCheckpointing ac;
   int64_t checkpointed = 0;    // blocks checkpointed
   model::MemoryPlan plan;      // at PlanInputs::processes
