@@ -18,6 +18,7 @@
 #include "model/flops.h"
 #include "train/config.h"
 #include "train/config_reference.h"
+#include "train/memory_plan.h"
 
 namespace {
 
@@ -42,7 +43,8 @@ int run_info(int argc, char** argv) {
         "                 [--json]\n"
         "       olmo info --config-reference   (every training config key, as docs/config.md)\n"
         "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
-        "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan.\n"
+        "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan, per activation-\n"
+        "checkpointing mode with the smallest process count that fits 256 / 512 GiB nodes.\n"
         "  --checkpoint  a checkpoint (RUN_DIR/stepN) or run dir (its newest complete checkpoint):\n"
         "            the model configuration it was trained with (YaRN, precision included)\n"
         "  --vocab   padded (100352, default) or hf (100278); presets only\n"
@@ -109,6 +111,7 @@ int run_info(int argc, char** argv) {
   check_choice("--exact-accumulator", "dist.exact_accumulator", acc_arg);
   const std::string acc = olmo::dist::local_accumulator(acc_arg, W, K) ? "local" : "sharded";
   MemoryPlan m = memory_plan(c, S, mb, W, exact, K, acc == "local");
+  const olmo::train::PlanInputs plan_in{S, mb, W, exact, acc_arg, 0, K};
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
 
@@ -141,6 +144,11 @@ int run_info(int argc, char** argv) {
                    {"micro_batch_tokens", m.micro_batch_tokens},
                    {"activations_bytes", m.activations},
                    {"total_bytes", m.total}};
+    for (const olmo::train::ModeRow& r : olmo::train::plan_modes(c, plan_in))
+      j["activation_checkpointing"].push_back(
+          {{"mode", r.label}, {"checkpointed_blocks", r.checkpointed},
+           {"activations_bytes", r.plan.activations}, {"total_bytes", r.plan.total},
+           {"recompute_pct", r.recompute_pct}, {"min_processes_256_512_gib", r.min_processes}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -174,6 +182,7 @@ int run_info(int argc, char** argv) {
   if (W > 1)
     std::printf("communication per step per rank: %.2f GiB (%lld micro-batch rounds)\n",
                 gib(m.comm_bytes_per_step), (long long)K);
+  std::printf("%s", olmo::train::plan_text(c, plan_in).c_str());
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "model/flops.h"
 #include "train/callbacks.h"
 #include "train/config.h"
+#include "train/memory_plan.h"
 #include "train/model_setup.h"
 #include "train/resize_stop.h"
 #include "train/trainer.h"
@@ -77,6 +78,10 @@ void dry_run(const olmo::train::Config& c) {
               (long long)mp.weights, (long long)mp.grads, (long long)mp.adam_moments,
               (long long)mp.grad_shard, (long long)mp.reduce_accumulator,
               (long long)mp.activations, (long long)mp.total, (long long)mp.comm_bytes_per_step);
+
+  std::printf("%s", train::plan_text(mc, {c.data.seq_len, micro, W, exact,
+                                           c.dist.exact_accumulator,
+                                           train::batch_instances(c) / micro}).c_str());
 
   int64_t bpe = 0;
   std::string data_note, mix_note;

@@ -49,6 +49,7 @@ void validate(const ModelConfig& c, const std::string& where) {
     OLMO_CHECK(y.attention_factor >= 0, where, ": YaRN attention_factor must be >= 0 (0 = "
                "0.1 ln(factor) + 1), got ", y.attention_factor);
   }
+  validate(c.act_ckpt, where);
 }
 
 kernels::YarnParams RopeScaling::params() const {
@@ -65,6 +66,29 @@ double RopeScaling::effective_attention_factor() const {
 
 const char* yarn_variant_name(YarnVariant v) {
   return v == YarnVariant::hf ? "hf" : "faithful";
+}
+
+namespace {
+constexpr const char* kAcModes[] = {"none", "full", "selected_blocks", "budget"};
+}  // namespace
+
+const char* ac_mode_name(AcMode m) { return kAcModes[int(m)]; }
+
+AcMode parse_ac_mode(const std::string& s, const std::string& where) {
+  for (int i = 0; i < 4; ++i)
+    if (s == kAcModes[i]) return AcMode(i);
+  throw Error(cat(where, ": activation checkpointing mode '", s,
+                  "' must be none, full, selected_blocks or budget"));
+}
+
+void validate(const ActCheckpointing& a, const std::string& where) {
+  if (a.mode == AcMode::selected_blocks)
+    OLMO_CHECK(a.block_interval >= 1, where, ": activation checkpointing selected_blocks needs "
+               "block_interval >= 1 (block i is checkpointed when i % block_interval == 0), got ",
+               a.block_interval);
+  if (a.mode == AcMode::budget)
+    OLMO_CHECK(a.budget >= 0 && a.budget <= 1, where, ": activation checkpointing budget must "
+               "be in [0, 1] (0 = recompute every block, 1 = none), got ", a.budget);
 }
 
 YarnVariant parse_yarn_variant(const std::string& s, const std::string& where) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/rope.h"
+#include "model/act_checkpoint.h"
 
 namespace olmo::model {
 
@@ -66,6 +67,7 @@ struct ModelConfig {
   int64_t max_seq_len = 8192;         // RoPE table length / longest sequence accepted
   RopeScaling yarn;                   // YaRN (off by default)
   Precision precision = Precision::fp32;  // matmul precision (not saved with the architecture)
+  ActCheckpointing act_ckpt;              // which blocks recompute in backward (not architecture)
 
   int64_t q_dim() const { return n_heads * head_dim; }     // width of q (and of q_norm)
   int64_t kv_dim() const { return n_kv_heads * head_dim; } // width of k, v (and of k_norm)

@@ -2,6 +2,7 @@
 #include "model/flops.h"
 
 #include "kernels/attention.h"
+#include "model/act_checkpoint.h"
 
 namespace olmo::model {
 
@@ -23,6 +24,11 @@ double avg_keys_attended(int64_t w, int64_t S) {
   return S <= 0 ? 0 : kernels::causal_pairs(S, w) / double(S);
 }
 
+double block_forward_flops_per_token(const ModelConfig& c, int64_t l, int64_t S) {
+  return 2.0 * double(count_params(c).matmul_per_layer) +
+         4.0 * double(c.n_heads) * double(c.head_dim) * avg_keys_attended(c.layer_window[l], S);
+}
+
 double flops_per_token(const ModelConfig& c, int64_t S) {
   ParamCounts p = count_params(c);
   double f = 0;
@@ -30,6 +36,14 @@ double flops_per_token(const ModelConfig& c, int64_t S) {
     f += 6.0 * double(p.matmul_per_layer) +
          12.0 * double(c.n_heads) * double(c.head_dim) * avg_keys_attended(c.layer_window[l], S);
   return f + 6.0 * double(p.lm_head);
+}
+
+double recompute_flops_per_token(const ModelConfig& c, int64_t S) {
+  const std::vector<char> ck = checkpointed_blocks(c);
+  double f = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    if (ck[size_t(l)]) f += block_forward_flops_per_token(c, l, S);
+  return f;
 }
 
 double olmo_core_flops_per_token(const ModelConfig& c, int64_t S) {
@@ -41,10 +55,26 @@ double olmo_core_flops_per_token(const ModelConfig& c, int64_t S) {
 // Per layer per token: x, a (o_proj out), h, f (down_proj out) [D each]; q_raw, q_rope, attn out
 // [Q each]; k_raw, k_rope, v [KVd each]; gate, up [F each]; rstd of q/k/attn/ffn norms [4];
 // attention log-sum-exp [H]. After the last layer: x_L and the final-normed x [D each] + rstd.
-int64_t activation_floats_per_token(const ModelConfig& c) {
+int64_t block_activation_floats_per_token(const ModelConfig& c) {
   const int64_t D = c.d_model, Q = c.q_dim(), K = c.kv_dim(), F = c.ffn_hidden;
-  int64_t per_layer = 4 * D + 3 * Q + 3 * K + 2 * F + 4 + c.n_heads;
-  return c.n_layers * per_layer + 2 * D + 1;
+  return 4 * D + 3 * Q + 3 * K + 2 * F + 4 + c.n_heads;
+}
+
+// A checkpointed block keeps x [D]; the recompute slot holds the rest of one block.
+int64_t activation_floats_per_token(const ModelConfig& c, const std::vector<char>& ckpt) {
+  const int64_t per_layer = block_activation_floats_per_token(c), D = c.d_model;
+  int64_t n = 0;
+  bool any = false;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const bool k = ckpt[size_t(l)] != 0;
+    n += k ? D : per_layer;
+    any = any || k;
+  }
+  return n + (any ? per_layer - D : 0) + 2 * D + 1;
+}
+
+int64_t activation_floats_per_token(const ModelConfig& c) {
+  return activation_floats_per_token(c, checkpointed_blocks(c));
 }
 
 // Reused across layers: residual gradient and one more [D] (norm outputs forward, d(norm input)

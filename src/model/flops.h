@@ -16,6 +16,7 @@
 //   norms), no causal halving, no sliding-window reduction.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "model/config.h"
 
@@ -37,10 +38,17 @@ ParamCounts count_params(const ModelConfig& c);
 double avg_keys_attended(int64_t window, int64_t seq_len);
 double flops_per_token(const ModelConfig& c, int64_t seq_len);
 double olmo_core_flops_per_token(const ModelConfig& c, int64_t seq_len);
+// Forward FLOPs per token of block l at length S: 2 * P_mm + 4 * H * hd * A_l(S) (a third of its
+// training FLOPs above).
+double block_forward_flops_per_token(const ModelConfig& c, int64_t l, int64_t seq_len);
+// What activation checkpointing adds per token: the forward of every checkpointed block
+// (c.act_ckpt), run again in the backward. 0 for mode none.
+double recompute_flops_per_token(const ModelConfig& c, int64_t seq_len);
 
 // Training memory (bytes, fp32 everywhere). Activations: what Olmo3::forward_backward stores per
-// token for the backward pass (all layers), plus per-token scratch reused across layers; the loss
-// kernel's fixed-size chunk buffer is not per token and not included.
+// token for the backward pass (all layers, checkpointed blocks as c.act_ckpt says), plus
+// per-token scratch reused across layers; the loss kernel's fixed-size chunk buffer is not per
+// token and not included.
 // Per process, data-parallel over W processes with ZeRO-1/2 (src/distributed): full fp32 weights and
 // the model's full micro-batch gradient buffer on every rank; AdamW moments, the reduced
 // gradient shard and (dist.reduce=exact) the 128-bit fixed-point shard accumulator are 1/W.
@@ -62,6 +70,12 @@ struct MemoryPlan {
   int64_t total = 0;                   // all of the above + activations
 };
 // Floats per token: stored activations and scratch, as allocated by Olmo3 (olmo3.cpp uses these).
+// One block without checkpointing (x, a, h, f, q_raw, q, o, k_raw, k, v, gate, up, 4 rstd, lse).
+int64_t block_activation_floats_per_token(const ModelConfig& c);
+// All blocks + the final norm's, with the blocks `ckpt` marks (1 = checkpointed, size n_layers)
+// storing only x [D], plus one recompute slot (a block less its x) when any block is marked.
+int64_t activation_floats_per_token(const ModelConfig& c, const std::vector<char>& ckpt);
+// The same for the model's own setting (c.act_ckpt, act_checkpoint.h checkpointed_blocks).
 int64_t activation_floats_per_token(const ModelConfig& c);
 int64_t scratch_floats_per_token(const ModelConfig& c);
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,

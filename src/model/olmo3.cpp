@@ -2,6 +2,8 @@
 // tokens (flops.h): stored per layer x, a, h, f [N,D]; q_raw, q, o [N,Q]; k_raw, k, v [N,KVd];
 // gate, up [N,F]; rstd x4 [N]; lse [H,N]; then x_L, final-normed x [N,D] and its rstd. Scratch
 // (reused by every layer): dres, tD [N,D]; F1..F3 [N,F]; Q1, Q2 [N,Q]; K1..K3 [N,KVd].
+// Activation checkpointing (act_checkpoint.h): a checkpointed block's x is its own, the rest of
+// its pointers share one recompute slot; backward() reruns block_forward() for it first.
 // bf16_mixed: every GEMM goes through mm() with bf16 operands (weight(): the bf16 copy; act():
 // the fp32 activation rounded into one of four bf16 scratch slots right before its GEMMs), and
 // attention through attention_*_bf16 (which round q, k, v, dO while packing their tiles: no bf16
@@ -64,6 +66,7 @@ Olmo3::Olmo3(const ModelConfig& c) : cfg_(c) {
              "active; this one has none (or OLMO_ISA / OLMO_BF16=0 turned them off): use fp32 "
              "or auto (OLMO_BF16=emulate runs the bf16 numerics slowly, for tests)");
   layout_ = make_layout(cfg_);
+  ckpt_ = checkpointed_blocks(cfg_);
   params_ = FloatBuffer(layout_.total);
   grads_ = FloatBuffer(layout_.total);
   acts_ = std::make_unique<Acts>();
@@ -201,14 +204,29 @@ void Olmo3::ensure(int64_t B, int64_t T) {
     p += n;
     return r;
   };
-  A.L.resize(cfg_.n_layers);
-  for (auto& l : A.L) {
-    l.x = take(N * D), l.a = take(N * D), l.h = take(N * D), l.f = take(N * D);
+  // Everything of a block but x; a checkpointed block points these into the recompute slot.
+  auto take_rest = [&](Acts::Layer& l) {
+    l.a = take(N * D), l.h = take(N * D), l.f = take(N * D);
     l.q_raw = take(N * Q), l.q = take(N * Q), l.o = take(N * Q);
     l.k_raw = take(N * K), l.k = take(N * K), l.v = take(N * K);
     l.g = take(N * F), l.u = take(N * F);
     l.rq = take(N), l.rk = take(N), l.ra = take(N), l.rf = take(N);
     l.lse = take(N * cfg_.n_heads);
+  };
+  A.L.resize(cfg_.n_layers);
+  for (int64_t i = 0; i < cfg_.n_layers; ++i) {
+    A.L[i].x = take(N * D);
+    if (!ckpt_[i]) take_rest(A.L[i]);
+  }
+  if (std::find(ckpt_.begin(), ckpt_.end(), 1) != ckpt_.end()) {
+    Acts::Layer slot{};
+    take_rest(slot);
+    for (int64_t i = 0; i < cfg_.n_layers; ++i)
+      if (ckpt_[i]) {
+        float* x = A.L[i].x;
+        A.L[i] = slot;
+        A.L[i].x = x;
+      }
   }
   A.xL = take(N * D), A.xf = take(N * D), A.rfin = take(N);
   p = A.scratch.data();
@@ -227,43 +245,52 @@ const RopeTable& Olmo3::rope_for(int64_t layer) const {
 // Runs embedding, all blocks and the final norm; leaves the normed hidden states in acts_->xf.
 void Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
   Acts& A = *acts_;
+  const float* P = params_.data();
+  if (bf16() && bf16_stale_) refresh_bf16();
+  embedding_forward(P + layout_.embed, tokens, B * T, cfg_.d_model, A.L[0].x, cfg_.vocab_size);
+  for (int64_t l = 0; l < cfg_.n_layers; ++l)
+    block_forward(l, doc_ids, B, T, l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL);
+  rmsnorm_forward(A.xL, P + layout_.final_norm, A.xf, A.rfin, B * T, cfg_.d_model,
+                  cfg_.norm_eps);
+}
+
+// Block l from its input A.L[l].x: fills the block's activations (the recompute slot for a
+// checkpointed block) and, unless x_next is null (the recompute in backward), its output.
+// Uses scratch tD and F1 and bf16 slot 0.
+void Olmo3::block_forward(int64_t l, const int32_t* doc_ids, int64_t B, int64_t T,
+                          float* x_next) {
+  Acts& A = *acts_;
   const int64_t N = B * T, D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(),
                 F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
   const float* P = params_.data();
   const float eps = cfg_.norm_eps;
-  if (bf16() && bf16_stale_) refresh_bf16();
-  embedding_forward(P + layout_.embed, tokens, N, D, A.L[0].x, cfg_.vocab_size);
-  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
-    auto& a = A.L[l];
-    const LayerOffsets& w = layout_.layers[l];
-    float* x_next = l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL;
-    // Attention sub-block.
-    const Operand xo = act(a.x, N * D, 0);
-    mm(false, true, N, Q, D, xo, weight(w.q), 0.0f, a.q_raw);
-    mm(false, true, N, K, D, xo, weight(w.k), 0.0f, a.k_raw);
-    mm(false, true, N, K, D, xo, weight(w.v), 0.0f, a.v);
-    rmsnorm_forward(a.q_raw, P + w.q_norm, a.q, a.rq, N, Q, eps);
-    rmsnorm_forward(a.k_raw, P + w.k_norm, a.k, a.rk, N, K, eps);
-    rope_forward(a.q, B, T, H, hd, rope_for(l));
-    rope_forward(a.k, B, T, KV, hd, rope_for(l));
-    AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
-    if (bf16())
-      attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
-    else
-      attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
-    mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(w.o), 0.0f, a.a);
-    rmsnorm_forward(a.a, P + w.attn_norm, A.tD, a.ra, N, D, eps);
-    add(a.h, a.x, A.tD, N * D);
-    // Feed-forward sub-block.
-    const Operand ho = act(a.h, N * D, 0);
-    mm(false, true, N, F, D, ho, weight(w.gate), 0.0f, a.g);
-    mm(false, true, N, F, D, ho, weight(w.up), 0.0f, a.u);
-    swiglu_forward(a.g, a.u, A.F1, N * F);
-    mm(false, true, N, D, F, act(A.F1, N * F, 0), weight(w.down), 0.0f, a.f);
-    rmsnorm_forward(a.f, P + w.ffn_norm, A.tD, a.rf, N, D, eps);
-    add(x_next, a.h, A.tD, N * D);
-  }
-  rmsnorm_forward(A.xL, P + layout_.final_norm, A.xf, A.rfin, N, D, eps);
+  auto& a = A.L[l];
+  const LayerOffsets& w = layout_.layers[l];
+  // Attention sub-block.
+  const Operand xo = act(a.x, N * D, 0);
+  mm(false, true, N, Q, D, xo, weight(w.q), 0.0f, a.q_raw);
+  mm(false, true, N, K, D, xo, weight(w.k), 0.0f, a.k_raw);
+  mm(false, true, N, K, D, xo, weight(w.v), 0.0f, a.v);
+  rmsnorm_forward(a.q_raw, P + w.q_norm, a.q, a.rq, N, Q, eps);
+  rmsnorm_forward(a.k_raw, P + w.k_norm, a.k, a.rk, N, K, eps);
+  rope_forward(a.q, B, T, H, hd, rope_for(l));
+  rope_forward(a.k, B, T, KV, hd, rope_for(l));
+  AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
+  if (bf16())
+    attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+  else
+    attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+  mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(w.o), 0.0f, a.a);
+  rmsnorm_forward(a.a, P + w.attn_norm, A.tD, a.ra, N, D, eps);
+  add(a.h, a.x, A.tD, N * D);
+  // Feed-forward sub-block.
+  const Operand ho = act(a.h, N * D, 0);
+  mm(false, true, N, F, D, ho, weight(w.gate), 0.0f, a.g);
+  mm(false, true, N, F, D, ho, weight(w.up), 0.0f, a.u);
+  swiglu_forward(a.g, a.u, A.F1, N * F);
+  mm(false, true, N, D, F, act(A.F1, N * F, 0), weight(w.down), 0.0f, a.f);
+  rmsnorm_forward(a.f, P + w.ffn_norm, A.tD, a.rf, N, D, eps);
+  if (x_next) add(x_next, a.h, A.tD, N * D);
 }
 
 // ---------------------------------------------------------------------------------- backward
@@ -278,6 +305,9 @@ void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, i
   rmsnorm_backward(A.tD, A.xL, P + layout_.final_norm, A.rfin, A.dres, G + layout_.final_norm,
                    N, D);
   for (int64_t l = cfg_.n_layers - 1; l >= 0; --l) {
+    // A checkpointed block recomputes its activations from x into the recompute slot (only
+    // dres is live here; block_forward uses tD, F1 and bf16 slot 0).
+    if (ckpt_[l]) block_forward(l, doc_ids, B, T, nullptr);
     auto& a = A.L[l];
     const LayerOffsets& w = layout_.layers[l];
     // out = h + norm_ffn(f): dres is d out; d h = dres + (through the MLP).

@@ -11,6 +11,10 @@
 // Memory: activations kept for backward grow linearly in B*T (flops.h activation_floats_per_token
 // per token, allocated once and reused while B*T does not grow); attention and loss kernels never
 // hold T x T scores or N x V logits. All matmuls go through kernels::gemm (oneDNN).
+// Activation checkpointing (ModelConfig::act_ckpt, act_checkpoint.h): a checkpointed block keeps
+// only its input x [N,D] during the forward; the backward reruns that block's forward into a
+// shared one-block recompute slot right before its backward (cost: flops.h
+// recompute_flops_per_token). Same kernels on the same inputs: gradients bitwise unchanged.
 //
 // Precision (ModelConfig::precision): fp32, or bf16_mixed as OLMo-core's FSDP mixed precision
 // (param_dtype bf16, reduce_dtype fp32) and PyTorch CPU autocast place it: params() and grads()
@@ -107,6 +111,7 @@ class Olmo3 {
   struct Acts;
   void ensure(int64_t B, int64_t T);
   void forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
+  void block_forward(int64_t l, const int32_t* doc_ids, int64_t B, int64_t T, float* x_next);
   void backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
   void refresh_bf16();
   // Weight matrix at fp32 offset `off` as a GEMM operand in the model's precision.
@@ -128,6 +133,7 @@ class Olmo3 {
   kernels::RopeTable rope_yarn_;  // YaRN (when cfg_.yarn is enabled; layers per yarn_on_layer)
   const kernels::RopeTable& rope_for(int64_t layer) const;
   std::unique_ptr<Acts> acts_;
+  std::vector<char> ckpt_;  // per block: 1 = checkpointed (cfg_.act_ckpt)
   bool bf16() const { return cfg_.precision == Precision::bf16_mixed; }
   std::vector<kernels::bf16_t> wb_;      // bf16 copies of the matrices (bf16_mixed)
   struct WbSlot {

@@ -62,6 +62,14 @@ static void visit_fields(C& c, V&& v) {
   v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
   v("model.precision", c.model.precision,
     "matmul precision (bf16_mixed: bf16 GEMM inputs, fp32 master; auto: CPU probe decides)");
+  v("model.activation_checkpointing.mode", c.model.ac_mode,
+    "blocks that keep only their input in forward and recompute in backward (OLMo-core "
+    "ac_config.mode): none, full (all), selected_blocks (i % block_interval == 0), budget");
+  v("model.activation_checkpointing.block_interval", c.model.ac_block_interval,
+    "selected_blocks: checkpoint block i when i % block_interval == 0 (>= 1)");
+  v("model.activation_checkpointing.budget", c.model.ac_budget,
+    "budget: stored activations <= budget x those without checkpointing, in [0, 1] (OLMo-core "
+    "activation_memory_budget; here whole blocks, the fewest that reach it)");
   v("data.mix", c.data.mix, "mix name (OLMo-mix-0625-official ...), .mix file, dir or file");
   v("data.root", c.data.root, "base dir of a named mix (and of a .mix file's paths)");
   v("data.tokenizer", c.data.tokenizer, "OLMo-core tokenizer name for {TOKENIZER}");
@@ -233,6 +241,7 @@ static void visit_fields(C& c, V&& v) {
 const std::vector<ChoiceField>& choice_fields() {
   static const std::vector<ChoiceField> t = {
       {"model.precision", {"fp32", "bf16_mixed", "auto"}},
+      {"model.activation_checkpointing.mode", {"none", "full", "selected_blocks", "budget"}},
       {"data.dataset", {"fsl", "packed_fsl"}},
       {"data.inject_fault", {"none", "pool", "stride", "repeat_batch"}, true},
       {"optim.name", {"skip_step_adamw", "adamw"}},
@@ -629,6 +638,14 @@ void validate(const Config& c, bool check_files) {
   check_choice(c, "dist.exact_accumulator", c.dist.exact_accumulator);
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
   check_choice(c, "model.precision", c.model.precision);
+  check_choice(c, "model.activation_checkpointing.mode", c.model.ac_mode);
+  if (c.model.ac_mode == "selected_blocks")
+    OLMO_CHECK(c.model.ac_block_interval >= 1,
+               at(c, "model.activation_checkpointing.block_interval"), " = ", c.model.ac_block_interval, " must be >= 1 for mode selected_blocks");
+  if (c.model.ac_mode == "budget")
+    OLMO_CHECK(c.model.ac_budget >= 0 && c.model.ac_budget <= 1,
+               at(c, "model.activation_checkpointing.budget"), " = ", c.model.ac_budget,
+               " must be in [0, 1] (0 = recompute every block, 1 = none)");
   for (size_t i = 0; i < c.model.window_pattern.size(); ++i) {
     int64_t w = c.model.window_pattern[i];
     OLMO_CHECK(w == -1 || w > 0, at(c, "model.window_pattern"), "[", i, "] = ", w,

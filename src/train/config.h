@@ -33,6 +33,11 @@ struct ModelSection {
   // and gradients; model/olmo3.h) | auto (bf16_mixed where the CPU has AVX512_BF16 and a
   // start-up probe finds oneDNN's bf16 GEMM faster than its fp32 one, else fp32).
   std::string precision = "fp32";
+  // Activation checkpointing (OLMo-core's ac_config; model/act_checkpoint.h): keys
+  // model.activation_checkpointing.{mode, block_interval, budget}.
+  std::string ac_mode = "none";
+  int64_t ac_block_interval = 0;
+  double ac_budget = 1.0;
 };
 
 struct DataSection {

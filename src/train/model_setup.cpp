@@ -158,6 +158,10 @@ model::ModelConfig model_config(const Config& c) {
   }
   // As written; `auto` stays unresolved (fp32) here: model_config_for_this_cpu() decides it.
   mc.precision = m.precision == "bf16_mixed" ? model::Precision::bf16_mixed : model::Precision::fp32;
+  mc.act_ckpt.mode =
+      model::parse_ac_mode(m.ac_mode, "config key 'model.activation_checkpointing.mode'");
+  mc.act_ckpt.block_interval = m.ac_block_interval;
+  mc.act_ckpt.budget = m.ac_budget;
   model::validate(mc, "config section 'model'");
   return mc;
 }

@@ -270,6 +270,7 @@ TEST(Config, ChoiceFieldsAcceptExactlyTheirTable) {
       if (key == "data.inject_fault") ov.push_back("allow_fault_injection=true");
       if (v == "wsd") ov.push_back("scheduler.decay_steps=1");
       if (v == "packed_fsl") ov.push_back("data.eos_id=0");
+      if (v == "selected_blocks") ov.push_back("model.activation_checkpointing.block_interval=2");
       EXPECT_NO_THROW(validate(load_config(src("configs/tiny.yaml"), ov), false)) << key << "=" << v;
     }
   }
