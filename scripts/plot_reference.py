@@ -1,7 +1,8 @@
 """Picture of a side-by-side run (scripts/olmo_core_demo.sh): OUT/{ours1,ref1[,ours2,ref2]}.
 Top: train loss of olmo.cpp and OLMo-core per step (stage 2 drawn after stage 1). Bottom (log
 scale): |olmo.cpp - OLMo-core| of the loss and of the grad norm per step, against the noise
-floor (|OLMo-core - its 1-ulp twin|, running max) and the bound (K x floor, K =
+floor (the larger |OLMo-core - twin| of its 1-ulp and float64-clip-norm twins,
+scripts/noise_floor.py; running max) and the bound (K x floor, K =
 validation.reference_floor_multiple, train/reference_run.h).
 usage: plot_reference.py OUT --out PNG [--floor-multiple K (20)]
 """
@@ -38,7 +39,8 @@ def stage(out, a, b, offset):
         res[q + "_ours"] = np.array([ours[s][q] for s in steps])
         res[q + "_ref"] = np.array([ref[s][rq] for s in steps])
         res[q + "_diff"] = np.abs(res[q + "_ours"] - res[q + "_ref"])
-        fl = np.array([nf["train"][q].get(str(s)) or 0.0 for s in steps])
+        fk = rq if rq in nf["train"] else q  # the floor olmo compare bounds it by
+        fl = np.array([nf["train"][fk].get(str(s)) or 0.0 for s in steps])
         res[q + "_floor"] = np.maximum.accumulate(fl)
     return res
 
@@ -63,7 +65,7 @@ def main():
         ax2.semilogy(s["x"], np.maximum(s["grad_norm_diff"], 1e-9), color="C2", lw=1,
                      label=lab("|grad norm: olmo.cpp - OLMo-core|"))
         ax2.fill_between(s["x"], 1e-9, np.maximum(s["loss_floor"], 1e-9), color="C1", alpha=0.25,
-                         label=lab("loss noise floor (OLMo-core vs 1-ulp twin)"))
+                         label=lab("loss noise floor (OLMo-core vs its twins)"))
         ax2.semilogy(s["x"], K * np.maximum(s["loss_floor"], 1e-9), color="C3", lw=1, ls=":",
                      label=lab(f"loss bound ({K:g} x floor)"))
     if len(stages) > 1:
