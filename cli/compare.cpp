@@ -8,9 +8,11 @@
 // When RUN_B is a reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h)
 // the comparison is step by step instead: exact checks (instance indices, tokens, LR, skip
 // decisions) and noise-floor bounds (loss, z-loss, grad norm, held-out loss, gap, entropies);
-// it prints a table per quantity (largest difference, in noise floors) and every violation
-// (step, quantity, both values, bound), and exits 2 when there is one, 0 otherwise. The bounds
-// are X noise floors: --floor-multiple, else RUN_A's validation.reference_floor_multiple (20).
+// it prints a table per quantity (largest difference, in noise floors, and which twin of the
+// reference's noise floor set the floor there: noise_twin or clip_twin, scripts/noise_floor.py)
+// and every violation (step, quantity, both values, bound, the twin), and exits 2 when there is
+// one, 0 otherwise. The bounds are X noise floors: --floor-multiple, else RUN_A's
+// validation.reference_floor_multiple (20).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,18 +80,21 @@ int compare_reference(const std::string& run, const std::string& ref_dir,
   std::printf("run       = %s\nreference = %s (%s %s)\nnoise floor: %s\n", run.c_str(),
               ref_dir.c_str(), ref.info.value("framework", "?").c_str(),
               ref.info.value("olmo_core_version", "").c_str(), ref.floor_method.c_str());
+  for (auto& [name, method] : ref.twins)
+    std::printf("  twin %-10s %s\n", name.c_str(), method.c_str());
   std::printf("bound: %g x the floor's running max + %g x |reference|; %lld train steps from "
               "step %lld\n", c.multiple, kRelSlack, (long long)c.steps,
               (long long)c.first_step);
-  std::printf("%-34s %8s %12s %6s %12s %10s %6s\n", "quantity", "checked", "max |diff|", "step",
-              "max floor", "diff/floor", "step");
+  std::printf("%-34s %8s %12s %6s %12s %10s %6s  %s\n", "quantity", "checked", "max |diff|",
+              "step", "max floor", "diff/floor", "step", "floor set by (at that step)");
   for (auto& [q, s] : c.summary) {
     if (s.max_floor == 0 && s.max_abs == 0 && s.max_ratio == 0)
       std::printf("%-34s %8lld %12s\n", q.c_str(), (long long)s.checked, "exact");
     else
-      std::printf("%-34s %8lld %12.4g %6lld %12.4g %10.3g %6lld\n", q.c_str(),
+      std::printf("%-34s %8lld %12.4g %6lld %12.4g %10.3g %6lld  %s\n", q.c_str(),
                   (long long)s.checked, s.max_abs, (long long)s.max_abs_step, s.max_floor,
-                  s.max_ratio, (long long)s.max_ratio_step);
+                  s.max_ratio, (long long)s.max_ratio_step,
+                  s.floor_by.empty() ? "-" : s.floor_by.c_str());
   }
   const size_t shown = std::min<size_t>(c.failures.size(), 20);
   for (size_t i = 0; i < shown; ++i) {

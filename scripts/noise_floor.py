@@ -1,15 +1,35 @@
-"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): the same OLMo-core run, as
-a second process alongside the reference, again from the reference's own start (DIR/init_hf) with
-every initial weight nudged up by one ulp, in DIR/noise_twin; a stage (trainer.load_path = a
-reference run's checkpoint) continues that reference's own twin instead (so the floor is the
-chain's), or nudges the same checkpoint when the previous stage has no twin; DIR/noise_floor.json
-then holds, per step, |twin - reference| of each close quantity (src/train/reference_run.h):
-  train       loss, z_loss, grad_norm, grad_norm_f64
-  validation  heldout.<set>, gap.<set>, model_entropy, marginal_entropy_bits
-and a summary (largest difference per quantity). Exact quantities (instances, lr, skipped) must
-agree between the two; a disagreement is an error (the twin would not be the same run).
-Cost: a second OLMo-core run of the same length (in parallel: a second core).
-`python scripts/noise_floor.py DIR` rewrites DIR/noise_floor.json from DIR and DIR/noise_twin.
+"""The reference's noise floor (scripts/olmo_core_run.py --noise-floor): how far OLMo-core moves
+from itself under perturbations that change its numerics but not the recipe. Two twins run as
+processes alongside the reference, each the same OLMo-core run (same config, data, threads, code)
+with one numerics-only change:
+  noise_twin  every initial weight nudged up by one ulp (torch.nextafter) from the reference's
+              own start (DIR/init_hf): the chaotic growth of a rounding difference;
+  clip_twin   the same initial weights (DIR/init_hf), the clipping norm computed in float64 and
+              rounded to fp32 (olmo_core_run.py --clip-f64) instead of torch's fp32
+              get_total_norm (fp32 per-tensor norms, then a norm of the norms).
+Why the second: the precision of the clip norm is not part of the recipe. The recipe says "clip
+to max_grad_norm"; how the norm's sum is rounded is an implementation choice, and OLMo-core's own
+choice is not fixed: with data parallelism its norm is reduced through DTensor/FSDP in an order
+that depends on the world size, so the same recipe on 1 or 8 ranks clips with norms that differ
+in the last bits. When clipping acts at every early step (the demo recipe's lr 3e-2), that
+~5e-6 relative difference of the clip coefficient moves every weight at step 1, while the 1-ulp
+twin has not yet diverged; the floor must contain both.
+A stage (trainer.load_path = a reference run's checkpoint) continues the previous stage's twin of
+the same name (the floor of the whole chain), or applies the twin's change to the same
+checkpoint when the previous stage has no such twin.
+
+DIR/noise_floor.json:
+  twins       {name: {"method", "train": {quantity: {step: |twin - reference|}}, "validation":
+              {...}, "largest": {quantity: max}}} for each twin
+  train, validation   the floor: per quantity and step the largest of the twins' differences
+  set_by      {"train.<q>" / "validation.<q>": {step: twin name}}: which twin set the floor
+  method, largest     a description; the largest floor per quantity
+Quantities: train loss, z_loss, grad_norm, grad_norm_f64; validation heldout.<set>, gap.<set>,
+model_entropy, marginal_entropy_bits (src/train/reference_run.h reads them). Exact quantities
+(instances, lr, skipped) must agree between a twin and the reference; a disagreement is an error
+(the twin would not be the same run).
+Cost: two more OLMo-core runs of the same length, in parallel (two more cores).
+`python scripts/noise_floor.py DIR` rewrites DIR/noise_floor.json from DIR and its twin dirs.
 """
 import json
 import os
@@ -17,6 +37,13 @@ import subprocess
 import sys
 
 from olmo_core_common import RefError
+
+# name -> (olmo_core_run.py flag, description)
+TWINS = {
+    "noise_twin": ("--nudge-ulp", "every initial weight nudged up by 1 ulp (torch.nextafter)"),
+    "clip_twin": ("--clip-f64", "same initial weights, clipping norm in float64 "
+                                "(torch's is fp32 per-tensor norms, then a norm of norms)"),
+}
 
 
 def _records(run_dir):
@@ -41,57 +68,59 @@ def _diff(a, b):
     return abs(float(a) - float(b))
 
 
-def start_twin(args, run_dir, load_path=None):
-    """Starts the twin (a second olmo_core_run.py process, output in DIR/noise_twin.log) once
-    DIR/init_hf exists; load_path: the checkpoint this run started from (a stage), else None.
-    Returns (process, chained)."""
-    twin = os.path.join(run_dir, "noise_twin")
-    cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides]
-    if load_path:
-        # A stage: the twin continues the previous stage's twin (the floor of the whole chain);
-        # without one it starts from the same checkpoint nudged by one ulp.
-        prev_twin = os.path.join(os.path.dirname(load_path.rstrip("/")), "noise_twin")
-        if os.path.isdir(prev_twin):
-            cmd.append(f"trainer.load_path={prev_twin}")
+def start_twins(args, run_dir, load_path=None):
+    """Starts every twin (olmo_core_run.py processes, output in DIR/<name>.log) once DIR/init_hf
+    exists; load_path: the checkpoint this run started from (a stage), else None.
+    Returns [(name, process)]."""
+    out = []
+    for name, (flag, _) in TWINS.items():
+        cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides]
+        prev = os.path.join(os.path.dirname(load_path.rstrip("/")), name) if load_path else ""
+        if prev and os.path.isdir(prev):
+            cmd.append(f"trainer.load_path={prev}")  # the chain's twin
+            if flag != "--nudge-ulp":
+                cmd.append(flag)  # a property of every step, not of the start
         else:
-            cmd.append("--nudge-ulp")
-    else:
-        cmd.append("--nudge-ulp")
-    cmd += ["--run-dir", twin]
-    if args.threads:
-        cmd += ["--threads", str(args.threads)]
-    # The reference's own start (ignored by a stage run, which loads the same checkpoint).
-    cmd += ["--init-hf", os.path.join(run_dir, "init_hf")]
-    chained = any(c.startswith("trainer.load_path=") and c.endswith("noise_twin") for c in cmd)
-    with open(os.path.join(run_dir, "noise_twin.log"), "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    return proc, chained
+            cmd.append(flag)
+        cmd += ["--run-dir", os.path.join(run_dir, name)]
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
+        # The reference's own start (ignored by a stage run, which loads a checkpoint).
+        cmd += ["--init-hf", os.path.join(run_dir, "init_hf")]
+        with open(os.path.join(run_dir, name + ".log"), "w") as log:
+            out.append((name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)))
+    return out
 
 
-def finish_twin(run_dir, proc, chained):
-    """Waits for the twin, then writes DIR/noise_floor.json."""
-    if proc.wait() != 0:
-        with open(os.path.join(run_dir, "noise_twin.log")) as f:
-            raise RefError(f"noise twin failed (exit {proc.returncode}):\n{f.read()[-4000:]}")
-    write_floor(run_dir, chained)
+def finish_twins(run_dir, twins):
+    """Waits for every twin, then writes DIR/noise_floor.json."""
+    failed = []
+    for name, proc in twins:
+        if proc.wait() != 0:
+            with open(os.path.join(run_dir, name + ".log")) as f:
+                failed.append(f"{name} failed (exit {proc.returncode}):\n{f.read()[-3000:]}")
+    if failed:
+        raise RefError("noise twin " + "\n".join(failed))
+    write_floor(run_dir)
 
 
-def write_floor(run_dir, chained):
-    """DIR/noise_floor.json from DIR's records and DIR/noise_twin's."""
-    twin = os.path.join(run_dir, "noise_twin")
-    ta, va = _records(run_dir)
+def _twin_floor(run_dir, name, ta, va):
+    """{"method", "train", "validation", "largest"} of one twin against the reference records."""
+    twin = os.path.join(run_dir, name)
     tb, vb = _records(twin)
-    out = {"method": "OLMo-core vs itself, every initial weight nudged up by 1 ulp "
-                     "(torch.nextafter), same data, threads and code"
-                     + (" (this stage continues the previous stage's twin)" if chained else ""),
-           "twin": "noise_twin", "train": {}, "validation": {}}
+    with open(os.path.join(twin, "reference.json")) as f:
+        load_path = (json.load(f).get("load_path") or "").rstrip("/")
+    # A stage twin loaded <previous run>/<name>/stepN: it continues the previous stage's twin.
+    chained = os.path.basename(os.path.dirname(load_path)) == name
+    out = {"method": TWINS[name][1] + (" (continues the previous stage's twin)" if chained else ""),
+           "train": {}, "validation": {}}
     for s, a in sorted(ta.items()):
         b = tb.get(s)
         if b is None:
-            raise RefError(f"noise twin has no step {s}")
+            raise RefError(f"{name} has no step {s}")
         for q in ("instances", "lr", "skipped"):
             if a.get(q) != b.get(q):
-                raise RefError(f"noise twin differs in exact quantity {q} at step {s}: "
+                raise RefError(f"{name} differs in exact quantity {q} at step {s}: "
                                f"{a.get(q)} vs {b.get(q)}")
         for q in ("loss", "z_loss", "grad_norm", "grad_norm_f64"):
             out["train"].setdefault(q, {})[str(s)] = _diff(a.get(q), b.get(q))
@@ -103,24 +132,48 @@ def write_floor(run_dir, chained):
                     _diff(x, (b.get(part) or {}).get(k))
         for q in ("model_entropy", "marginal_entropy_bits"):
             out["validation"].setdefault(q, {})[str(s)] = _diff(a.get(q), b.get(q))
-    out["largest"] = {f"{part}.{q}": max((v for v in d.values() if v is not None), default=None)
-                      for part in ("train", "validation") for q, d in out[part].items()}
+    out["largest"] = _largest(out)
+    return out
+
+
+def _largest(d):
+    return {f"{part}.{q}": max((v for v in steps.values() if v is not None), default=None)
+            for part in ("train", "validation") for q, steps in d[part].items()}
+
+
+def write_floor(run_dir):
+    """DIR/noise_floor.json from DIR's records and those of the twin dirs present."""
+    names = [n for n in TWINS if os.path.isfile(os.path.join(run_dir, n, "metrics.jsonl"))]
+    if not names:
+        raise RefError(f"{run_dir}: no twin run ({', '.join(TWINS)}) with metrics.jsonl")
+    ta, va = _records(run_dir)
+    twins = {n: _twin_floor(run_dir, n, ta, va) for n in names}
+    out = {"method": "OLMo-core vs itself, same data, threads and code; per quantity and step the "
+                     "largest difference of its twins: " + "; ".join(
+                         f"{n}: {t['method']}" for n, t in twins.items()),
+           "twins": twins, "train": {}, "validation": {}, "set_by": {}}
+    for part in ("train", "validation"):
+        for n, t in twins.items():
+            for q, steps in t[part].items():
+                for s, v in steps.items():
+                    cur = out[part].setdefault(q, {}).get(s)
+                    if v is not None and (cur is None or v > cur):
+                        out[part][q][s] = v
+                        out["set_by"].setdefault(f"{part}.{q}", {})[s] = n
+                    elif cur is None:
+                        out[part][q][s] = None
+    out["largest"] = _largest(out)
     with open(os.path.join(run_dir, "noise_floor.json"), "w") as f:
         json.dump(out, f, indent=1)
-    print("noise floor (largest |twin - reference|):",
-          ", ".join(f"{k} {v:.3g}" for k, v in out["largest"].items() if v is not None))
+    for n, t in twins.items():
+        print(f"noise floor, {n} (largest |twin - reference|):",
+              ", ".join(f"{k} {v:.3g}" for k, v in t["largest"].items() if v is not None))
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: noise_floor.py REF_RUN_DIR (holding noise_twin/)")
-    d = os.path.abspath(sys.argv[1])
+        sys.exit("usage: noise_floor.py REF_RUN_DIR (holding noise_twin/ and clip_twin/)")
     try:
-        if not os.path.isfile(os.path.join(d, "noise_twin", "metrics.jsonl")):
-            raise RefError(f"{d}/noise_twin/metrics.jsonl not found: "
-                           "not a reference run with a twin")
-        with open(os.path.join(d, "noise_twin", "reference.json")) as f:
-            lp = json.load(f).get("load_path") or ""
-        write_floor(d, "noise_twin" in lp)
+        write_floor(os.path.abspath(sys.argv[1]))
     except RefError as e:
         sys.exit(f"noise_floor.py: {e}")

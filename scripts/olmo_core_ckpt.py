@@ -7,10 +7,11 @@ little-endian tensors, state.json). Both are brought to one form, keyed by HF te
   trainer                          global_step, tokens_seen, data loader state
 
 usage:
-  olmo_core_ckpt.py boundary OURS_STEP REF_STEP TWIN_STEP [--multiple K]
+  olmo_core_ckpt.py boundary OURS_STEP REF_STEP TWIN_STEP [TWIN_STEP ...] [--multiple K]
       Stage boundary check: ||ours - ref|| per family (weights, exp_avg, exp_avg_sq, over all
-      tensors) within K x ||twin - ref|| (TWIN = the reference's 1-ulp noise twin at the same
-      step) + 1e-6 x ||ref||; step counts, tokens seen and loader position exactly equal.
+      tensors) within K x floor + 1e-6 x ||ref||, floor = the largest ||twin - ref|| of the
+      reference's twins at the same step (REF/noise_twin, REF/clip_twin: scripts/noise_floor.py;
+      the table names the twin); step counts, tokens seen and loader position exactly equal.
       Prints a table; exit 0 in tolerance, 2 otherwise (naming the family, both norms, bound).
   olmo_core_ckpt.py to-safetensors OC_STEP OUT_DIR
       An OLMo-core checkpoint as OUT_DIR/{model.safetensors, optim.safetensors
@@ -121,17 +122,27 @@ def _norm(a):
     return float(np.sqrt(sum(float((v.astype(np.float64) ** 2).sum()) for v in a.values())))
 
 
-def boundary(ours_dir, ref_dir, twin_dir, multiple):
-    ours, ref, twin = read_olmo_cpp(ours_dir), read_olmo_core(ref_dir), read_olmo_core(twin_dir)
+def _twin_name(step_dir):
+    """REF/noise_twin/step100 -> noise_twin."""
+    return os.path.basename(os.path.dirname(os.path.abspath(step_dir))) or step_dir
+
+
+def boundary(ours_dir, ref_dir, twin_dirs, multiple):
+    ours, ref = read_olmo_cpp(ours_dir), read_olmo_core(ref_dir)
+    twins = [(_twin_name(t), read_olmo_core(t)) for t in twin_dirs]
     bad = []
     if set(ours["weights"]) != set(ref["weights"]):
         raise RefError(f"{ours_dir} and {ref_dir}: different tensors "
                        f"({sorted(set(ours['weights']) ^ set(ref['weights']))[:3]})")
-    print(f"{'family':12s} {'||ours-ref||':>14s} {'||twin-ref||':>14s} {'ratio':>8s} {'bound':>12s}")
+    print(f"{'family':12s} {'||ours-ref||':>14s} {'||twin-ref||':>14s} {'ratio':>8s} {'bound':>12s}"
+          "  per twin ||twin-ref||")
     for fam in ("weights", "exp_avg", "exp_avg_sq"):
-        d, f = _norm_diff(ours[fam], ref[fam]), _norm_diff(twin[fam], ref[fam])
+        d = _norm_diff(ours[fam], ref[fam])
+        per = [(n, _norm_diff(t[fam], ref[fam])) for n, t in twins]
+        f = max(v for _, v in per)
         bound = multiple * f + 1e-6 * _norm(ref[fam])
-        print(f"{fam:12s} {d:14.6g} {f:14.6g} {d / f if f else float('inf'):8.3g} {bound:12.6g}")
+        print(f"{fam:12s} {d:14.6g} {f:14.6g} {d / f if f else float('inf'):8.3g} {bound:12.6g}  "
+              + ", ".join(f"{n} {v:.6g}" for n, v in per))
         if not d <= bound:
             bad.append(f"{fam}: ||ours - ref|| {d:.6g} > bound {bound:.6g} ({multiple} x noise "
                        f"floor {f:.6g})")
@@ -230,7 +241,9 @@ def main():
     a = sys.argv[1:]
     if len(a) >= 4 and a[0] == "boundary":
         k = float(a[a.index("--multiple") + 1]) if "--multiple" in a else 20.0
-        sys.exit(boundary(a[1], a[2], a[3], k))
+        if "--multiple" in a:
+            del a[a.index("--multiple"):a.index("--multiple") + 2]
+        sys.exit(boundary(a[1], a[2], a[3:], k))
     if len(a) == 4 and a[0] == "from-olmo-cpp":
         from_olmo_cpp(a[1], a[2], a[3])
         return

@@ -223,6 +223,27 @@ def mix_paths(mix):
     return out
 
 
+def use_float64_clip_norm():
+    """--clip-f64 (the clip_twin of scripts/noise_floor.py): OLMo-core's
+    TransformerTrainModule._clip_grad_norm gets its norm from torch.nn.utils.get_total_norm (fp32
+    per-tensor norms, then a norm of the norms); this replaces it, for the whole process, by the
+    float64 sum of squares of every gradient element, its square root rounded to fp32 (as
+    olmo.cpp's optim/grad_clip.cpp). Only the 2-norm. Cost: one float64 pass over the gradient."""
+    import math
+
+    import torch
+
+    def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+        if float(norm_type) != 2.0:
+            raise RefError(f"--clip-f64: only the 2-norm, not {norm_type}")
+        if isinstance(tensors, torch.Tensor):
+            tensors = [tensors]
+        s = sum(float(t.detach().double().pow(2).sum()) for t in tensors)
+        return torch.tensor(math.sqrt(s), dtype=torch.float32)
+
+    torch.nn.utils.get_total_norm = get_total_norm
+
+
 def die(e):
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)

@@ -9,14 +9,15 @@
 # / canaries (OLMo-core has no benchmark suites), then STEPS2 mid-training steps (LinearWithWarmup
 # to 0 at lr 1e-3, the same corpus in another order (data.seed 1337), optimizer state carried and
 # trainer state reset), in both frameworks:
-#   OUT/ref1, OUT/ref2     OLMo-core reference runs (+ noise_twin, run alongside; noise_floor.json)
+#   OUT/ref1, OUT/ref2     OLMo-core reference runs (+ noise_twin and clip_twin, run alongside;
+#                          noise_floor.json: scripts/noise_floor.py)
 #   OUT/ours1, OUT/ours2   olmo.cpp from the same initial weights / its own stage-1 checkpoint
 #   OUT/compare{1,2}.txt   `olmo compare` tables; OUT/boundary.txt the stage-boundary check
-#   bench/results/olmo_core_reference.png   loss curves and |diff| against the noise floor
+#   bench/results/olmo_core_reference_demo.png   loss curves and |diff| against the noise floor
 # Env: OUT (runs/olmo_core_demo), STEPS (100), STEPS2 (20), VAL_INTERVAL (25), THREADS (1 per
 # process). Cost at 1 thread: ~15 s per OLMo-core step (the 100352 x 128 LM head dominates), run
-# twice (reference and twin, in parallel) plus ~2 s per olmo.cpp step: 3 processes, ~30 min for
-# the default on 3 free cores.
+# three times (reference and its two twins, in parallel) plus ~2 s per olmo.cpp step: 4
+# processes, ~30 min for the default on 4 free cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=$(realpath -m "${OUT:-runs/olmo_core_demo}")
@@ -61,6 +62,7 @@ echo "stage 2 done after $(( $(date +%s) - t0 )) s"
 build/olmo compare "$OUT/ours1" "$OUT/ref1" --no-plot > "$OUT/compare1.txt" || true
 build/olmo compare "$OUT/ours2" "$OUT/ref2" --no-plot > "$OUT/compare2.txt" || true
 "$PY" scripts/olmo_core_ckpt.py boundary "$OUT/ours1/step$STEPS" "$OUT/ref1/step$STEPS" \
-  "$OUT/ref1/noise_twin/step$STEPS" > "$OUT/boundary.txt" 2>/dev/null || true
-"$PY" scripts/plot_reference.py "$OUT" --out bench/results/olmo_core_reference.png
+  "$OUT/ref1/noise_twin/step$STEPS" "$OUT/ref1/clip_twin/step$STEPS" > "$OUT/boundary.txt" \
+  2>/dev/null || true
+"$PY" scripts/plot_reference.py "$OUT" --out bench/results/olmo_core_reference_demo.png
 tail -n 3 "$OUT/compare1.txt" "$OUT/compare2.txt" "$OUT/boundary.txt"

@@ -1,7 +1,8 @@
 """OLMo-core's own Trainer as the reference run of an olmo.cpp config (issue 19).
 
 usage: olmo_core_run.py CONFIG.yaml [key=value ...] --run-dir DIR
-                        [--init-hf HF_DIR] [--nudge-ulp] [--threads N]
+                        [--init-hf HF_DIR] [--nudge-ulp] [--clip-f64] [--threads N]
+                        [--noise-floor]
 
 Resolves CONFIG (+ overrides) exactly as `olmo train` does (its --dry-run), refuses any field
 OLMo-core cannot express (naming it; scripts/olmo_core_common.py), then trains with OLMo-core
@@ -21,8 +22,10 @@ uint32 token files and seed, in one CPU process (no process group, no compile, f
 tokens_digest: sum over the batch's token ids t at flat position i of (t+1)*(2i+1) mod 2^64
 (decimal string), so `olmo compare` can check the tokens of a step, not only their indices.
 --init-hf starts from those weights instead of OLMo-core's init; --nudge-ulp moves every initial
-weight up by one ulp (noise-floor runs); --noise-floor runs that twin as a second process
-alongside this one (scripts/noise_floor.py). trainer.load_path may name a reference run dir (its
+weight up by one ulp; --clip-f64 clips with a float64 norm instead of torch's fp32 one (both
+numerics-only perturbations of the noise floor); --noise-floor runs both twins (DIR/noise_twin,
+DIR/clip_twin) as processes alongside this one and writes DIR/noise_floor.json
+(scripts/noise_floor.py). trainer.load_path may name a reference run dir (its
 newest stepN) or an OLMo-core checkpoint: stage 2 (load_trainer_state false, optimizer state
 carried) as OLMo-core's own scripts do.
 Cost: OLMo-core's eager fp32 step plus, at each validation / eval point, one forward per batch.
@@ -36,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from olmo_core_common import (RefError, build_model_config, check_expressible, die,  # noqa: E402
-                              load_hf_into, mix_paths, resolve_config)
+                              load_hf_into, mix_paths, resolve_config, use_float64_clip_norm)
 
 
 def latest_checkpoint(path):
@@ -143,10 +146,12 @@ def main():
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--init-hf", default="")
     ap.add_argument("--nudge-ulp", action="store_true")
+    ap.add_argument("--clip-f64", action="store_true",
+                    help="clip with a float64 gradient norm (torch's get_total_norm is fp32)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--noise-floor", action="store_true",
-                    help="also run the 1-ulp-nudged twin (DIR/noise_twin) and write "
-                         "DIR/noise_floor.json")
+                    help="also run the twins (DIR/noise_twin: 1 ulp nudge, DIR/clip_twin: "
+                         "float64 clip norm) and write DIR/noise_floor.json")
     args = ap.parse_args()
     run_dir = os.path.abspath(args.run_dir)
     cfg, text = resolve_config(args.config, [*args.overrides, f"trainer.run_dir={run_dir}"])
@@ -161,6 +166,8 @@ def main():
     import torch
 
     import noise_floor
+    if args.clip_f64:
+        use_float64_clip_norm()
     import ref_metrics
     threads = args.threads or int(t.get("threads") or 0) or int(os.environ.get("OMP_NUM_THREADS", "1"))
     total, t_max = durations(cfg)
@@ -172,22 +179,24 @@ def main():
     with open(os.path.join(run_dir, "reference.json"), "w") as f:
         json.dump({"framework": "olmo-core", "olmo_core_version": version("ai2-olmo-core"),
                    "torch_version": torch.__version__, "threads": threads,
-                   "nudge_ulp": args.nudge_ulp, "init_hf": init_hf, "load_path": load_path,
+                   "nudge_ulp": args.nudge_ulp,
+                   "clip_norm": "float64" if args.clip_f64 else "torch get_total_norm (fp32)",
+                   "init_hf": init_hf, "load_path": load_path,
                    "t_max": t_max, "total_steps": total, "started": time.time()}, f, indent=1)
     twin = []
     if args.noise_floor:  # the twin runs alongside, from the start this run writes
-        recorder.on_init_hf = lambda: twin.append(noise_floor.start_twin(args, run_dir, load_path))
+        recorder.on_init_hf = lambda: twin.extend(noise_floor.start_twins(args, run_dir, load_path))
     recorder.start(tm.model, trainer.global_step)
     try:
         trainer.fit()
     except BaseException:
-        for proc, _ in twin:
+        for _, proc in twin:
             proc.kill()
         raise
     recorder.finish()
     print(f"olmo_core_run: {recorder.last_step} steps; reference run in {run_dir}")
     if twin:
-        noise_floor.finish_twin(run_dir, *twin[0])
+        noise_floor.finish_twins(run_dir, twin)
 
 
 if __name__ == "__main__":

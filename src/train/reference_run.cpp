@@ -104,27 +104,48 @@ ReferenceRun load_reference_run(const std::string& dir) {
   if (fs::exists(p / "validation.jsonl")) r.validation = read_validation_records(dir);
   json nf = read_json_file((p / "noise_floor.json").string());
   r.floor_method = nf.value("method", "");
+  const std::string single = nf.value("twin", "");  // a floor from one twin (no "set_by")
+  const json set_by = nf.value("set_by", json::object());
   for (const char* part : {"train", "validation"}) {
     if (!nf.contains(part)) continue;
-    for (auto& [q, steps] : nf[part].items())
-      for (auto& [s, v] : steps.items())
-        if (v.is_number()) r.floor[cat(part, ".", q)][std::stoll(s)] = v.get<double>();
+    for (auto& [q, steps] : nf[part].items()) {
+      const std::string key = cat(part, ".", q);
+      for (auto& [s, v] : steps.items()) {
+        if (!v.is_number()) continue;
+        r.floor[key][std::stoll(s)] = v.get<double>();
+        const json* by = set_by.contains(key) && set_by[key].contains(s) ? &set_by[key][s] : nullptr;
+        r.floor_by[key][std::stoll(s)] = by && by->is_string() ? by->get<std::string>() : single;
+      }
+    }
   }
+  if (nf.contains("twins") && nf["twins"].is_object())
+    for (auto& [name, t] : nf["twins"].items())
+      r.twins.emplace_back(name, t.is_object() ? t.value("method", "") : "");
   OLMO_CHECK(r.floor.count("train.loss"), dir, "/noise_floor.json: no train.loss floor");
   return r;
 }
 
-double reference_bound(const ReferenceRun& ref, const std::string& q, int64_t step,
-                       double ref_value, double multiple) {
+FloorEnvelope reference_envelope(const ReferenceRun& ref, const std::string& q, int64_t step) {
+  FloorEnvelope e{std::nan(""), ""};
   auto it = ref.floor.find(q);
-  if (it == ref.floor.end()) return std::nan("");
+  if (it == ref.floor.end()) return e;
+  const auto by = ref.floor_by.find(q);
   double env = -1;
   for (auto& [s, v] : it->second) {
     if (s > step) break;
-    env = std::max(env, v);
+    if (v > env) {
+      env = v;
+      e.set_by = by == ref.floor_by.end() ? "" : by->second.at(s);
+    }
   }
-  if (env < 0) return std::nan("");
-  return multiple * env + kRelSlack * std::fabs(ref_value);
+  if (env >= 0) e.value = env;
+  return e;
+}
+
+double reference_bound(const ReferenceRun& ref, const std::string& q, int64_t step,
+                       double ref_value, double multiple) {
+  const double env = reference_envelope(ref, q, step).value;
+  return std::isfinite(env) ? multiple * env + kRelSlack * std::fabs(ref_value) : std::nan("");
 }
 
 ReferenceComparison compare_with_reference(const std::string& run_dir, const ReferenceRun& ref,
@@ -165,22 +186,25 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
                   const std::string& bound) { out.failures.push_back({s, q, a, b, bound}); };
   auto close = [&](int64_t s, const std::string& q, double a, double b,
                    const std::string& floor_key = "") {
-    const double bound = reference_bound(ref, floor_key.empty() ? q : floor_key, s, b, mult);
+    const FloorEnvelope e = reference_envelope(ref, floor_key.empty() ? q : floor_key, s);
+    const double env = e.value;
+    const double bound = std::isfinite(env) ? mult * env + kRelSlack * std::fabs(b) : env;
     auto& sum = out.summary[q];
     if (!std::isfinite(a) && !std::isfinite(b)) return;
     ++sum.checked;
     const double d = std::fabs(a - b);
     if (!(d <= bound)) {  // NaN (one side non-finite, or no floor) fails too
-      fail(s, q, g(a), g(b), std::isfinite(bound) ? g(bound) : "no noise floor");
+      fail(s, q, g(a), g(b),
+           std::isfinite(bound) ? cat(g(bound), " (floor set by ", e.set_by, ")") : "no noise floor");
     }
     if (std::isfinite(d) && d > sum.max_abs) sum.max_abs = d, sum.max_abs_step = s;
-    const double env = (bound - kRelSlack * std::fabs(b)) / mult;
     if (std::isfinite(env)) {
       sum.max_floor = std::max(sum.max_floor, env);
       // The floor cannot be resolved below one fp32 ulp of the recorded value.
       const double unit = std::max(env, std::fabs(b) * 0x1p-23);
       const double ratio = unit > 0 ? d / unit : 0;
-      if (ratio > sum.max_ratio) sum.max_ratio = ratio, sum.max_ratio_step = s;
+      if (ratio > sum.max_ratio || sum.max_ratio_step == 0)
+        sum.max_ratio = ratio, sum.max_ratio_step = s, sum.floor_by = e.set_by;
     }
   };
   auto exact = [&](int64_t s, const std::string& q, bool same, const std::string& a,

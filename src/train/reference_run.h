@@ -5,9 +5,13 @@
 // A reference run dir holds reference.json (framework, versions), config.yaml (the olmo.cpp
 // config it mirrors), metrics.jsonl ({"kind":"train"} per step with instances and
 // tokens_digest; an {"kind":"info","event":"end"} record), validation.jsonl when validation ran,
-// and noise_floor.json: the per-step |difference| between the reference and its twin, the same
-// OLMo-core run from the initial weights nudged up by one ulp:
-//   {"method": ..., "train": {quantity: {step: |diff|}}, "validation": {quantity: {step: |diff|}}}
+// and noise_floor.json (scripts/noise_floor.py): per step the |difference| between the reference
+// and its twins, the same OLMo-core run with one numerics-only change each (noise_twin: initial
+// weights nudged up by one ulp; clip_twin: the clipping norm in float64), the floor being the
+// larger of the two:
+//   {"method": ..., "train": {quantity: {step: floor}}, "validation": {quantity: {step: floor}},
+//    "set_by": {"train.<q>": {step: twin name}}, "twins": {name: {"method": ..., ...}}}
+// (a file without "set_by" / "twins", from one twin, names it by its "twin" key).
 // Quantities: train loss, z_loss, grad_norm (against the reference's grad_norm_f64, the float64
 // norm of OLMo-core's gradient, when recorded: its logged norm is torch's fp32 one); validation heldout.<set>, gap.<set>, model_entropy,
 // marginal_entropy_bits.
@@ -46,7 +50,16 @@ struct ReferenceRun {
   std::map<int64_t, nlohmann::json> train;             // step -> train record
   std::map<int64_t, nlohmann::json> validation;        // step -> validation record
   std::map<std::string, std::map<int64_t, double>> floor;  // "train.loss" / "validation.heldout.x"
+  std::map<std::string, std::map<int64_t, std::string>> floor_by;  // the twin that set floor[q][s]
   std::string floor_method;
+  std::vector<std::pair<std::string, std::string>> twins;  // name, method
+};
+
+// The running max of a quantity's floor up to step, and the twin that set it (value NaN when
+// the floor has no value at or before step).
+struct FloorEnvelope {
+  double value = 0;
+  std::string set_by;
 };
 
 // True when dir holds reference.json (written by scripts/olmo_core_run.py).
@@ -58,12 +71,14 @@ ReferenceRun load_reference_run(const std::string& dir);
 // before step.
 double reference_bound(const ReferenceRun& ref, const std::string& quantity, int64_t step,
                        double ref_value, double multiple);
+FloorEnvelope reference_envelope(const ReferenceRun& ref, const std::string& quantity,
+                                 int64_t step);
 
 struct Deviation {
   int64_t step = 0;
   std::string quantity;
   std::string ours, ref;  // printed values
-  std::string bound;      // "exact" or the numeric bound
+  std::string bound;      // "exact" or the numeric bound (and the twin that set its floor)
 };
 
 struct QuantitySummary {
@@ -73,6 +88,7 @@ struct QuantitySummary {
   double max_ratio = 0;     // largest |ours - ref| / max(envelope, 1 fp32 ulp of ref)
   int64_t max_ratio_step = 0;
   double max_floor = 0;     // largest envelope
+  std::string floor_by;     // the twin that set the envelope at max_ratio_step
 };
 
 struct ReferenceComparison {

@@ -3,7 +3,8 @@ scale, run by olmo_core_ref_test.py after its stage-1 checks (one ctest test: th
 shared):
   1. stage 1 (20 steps) in both frameworks from the same weights (REF1/init_hf); at the stage
      boundary (step 20) olmo.cpp's checkpoint and OLMo-core's (read with OLMo-core's helpers)
-     agree: weights, exp_avg, exp_avg_sq within 20 x the norm of OLMo-core vs its 1-ulp twin;
+     agree: weights, exp_avg, exp_avg_sq within 20 x the norm of OLMo-core vs its twins (1-ulp,
+     float64 clip norm);
      step counts, tokens seen and loader position equal (scripts/olmo_core_ckpt.py boundary);
   2. stage 2 (mid-training shape: other data and seed, LinearWithWarmup to 0, optimizer state
      carried, trainer state reset) on both sides from their own stage-1 checkpoints: `olmo
@@ -37,7 +38,8 @@ def chain(tmp, d, cfg, common, s1, ref1, ours1):
           "trainer.load_trainer_state=false", "trainer.load_optim_state=true"]
     ref2, ours2 = os.path.join(tmp, "ref2"), os.path.join(tmp, "ours2")
     # 1. The stage boundary.
-    p = script(CKPT, "boundary", f"{ours1}/step20", f"{ref1}/step20", f"{ref1}/noise_twin/step20")
+    p = script(CKPT, "boundary", f"{ours1}/step20", f"{ref1}/step20", f"{ref1}/noise_twin/step20",
+               f"{ref1}/clip_twin/step20")
     print(p.stdout)
     check(p.returncode == 0 and "IN TOLERANCE" in p.stdout,
           "stage boundary: weights and both moments within the floor, counts equal")

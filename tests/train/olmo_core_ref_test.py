@@ -2,11 +2,13 @@
 scale (configs/tiny.yaml, 20 steps, random token files from tiny_data.py):
   1. scripts/olmo_core_run.py --noise-floor writes a complete reference run (config.yaml,
      metrics.jsonl in our schema with instance indices, validation.jsonl, OLMo-core checkpoint,
-     init_hf/, noise_floor.json with a non-zero floor);
+     init_hf/, noise_floor.json with a non-zero floor from both twins: noise_twin (1 ulp) and
+     clip_twin, whose logged clip norm is its float64 norm rounded to fp32);
   2. `olmo train ... trainer.init_from_hf=REF/init_hf validation.reference=REF` raises no
      validation alarm and `olmo compare RUN REF` exits 0: instance indices, tokens, LR and skip
      decisions equal at every step, loss / z-loss / grad norm / held-out loss / entropies within
-     validation.reference_floor_multiple (20) noise floors; a smaller multiple (0.1, from the
+     validation.reference_floor_multiple (20) noise floors, the table naming the twin that set
+     each floor; a smaller multiple (0.1, from the
      run's config or `--floor-multiple`) turns the same comparison into exit 2, and the flag
      overrides the config;
   3. one-hyperparameter typos in olmo.cpp's config are flagged by `olmo compare` (exit 2, naming
@@ -24,6 +26,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_data  # noqa: E402
@@ -57,6 +61,20 @@ def main():
         check(vsteps == [5, 10, 15, 20], f"validation records at 5,10,15,20 ({vsteps})")
         nf = json.load(open(os.path.join(ref, "noise_floor.json")))
         check(all(v and v > 0 for k, v in nf["largest"].items()), f"noise floor non-zero: {nf['largest']}")
+        check(sorted(nf.get("twins", {})) == ["clip_twin", "noise_twin"],
+              f"noise_floor.json records both twins ({sorted(nf.get('twins', {}))})")
+        check(all(nf["train"]["loss"][s] == max(t["train"]["loss"][s] for t in nf["twins"].values())
+                  and nf["set_by"]["train.loss"][s] in nf["twins"] for s in nf["train"]["loss"]),
+              "the floor is the larger twin's difference at every step, and names that twin")
+        # The clip twin clips with (and logs) its float64 norm rounded to fp32 at every step; the
+        # reference's fp32 norm is not that at some step (else the twin would be the reference).
+        clip = tiny_data.read_metrics(os.path.join(ref, "clip_twin"))
+        f32 = [float(np.float32(r["grad_norm_f64"])) for r in clip]
+        ref_off = [r["step"] for r in recs if r["grad_norm"] != float(np.float32(r["grad_norm_f64"]))]
+        check(all(r["grad_norm"] == f for r, f in zip(clip, f32)) and ref_off
+              and recs[0]["grad_norm_f64"] == clip[0]["grad_norm_f64"],
+              "clip_twin: the reference's step-1 gradient, clipped with its float64 norm at every "
+              f"step (the reference's fp32 norm differs from it at steps {ref_off})")
 
         # 2. olmo.cpp from the same initial weights.
         ours = os.path.join(tmp, "ours")
@@ -71,6 +89,8 @@ def main():
         check("tokens_digest" in out and "instances" in out and "validation.model_entropy" in out,
               "the comparison covers tokens, indices and validation entropies")
         check("bound: 20 x" in out, "default noise-floor multiple 20")
+        check("twin clip_twin" in out and re.search(r"train\.loss .* (noise|clip)_twin\n", out),
+              "the comparison names the twins and which one set each floor")
         # The multiple decides the verdict: 0.1 floors flags the same honest run, from the run's
         # config or from the flag; the flag overrides the config.
         rc, out = compare(ours, ref, "--floor-multiple", "0.1")
