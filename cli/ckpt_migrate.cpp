@@ -43,7 +43,7 @@
 #include "train/checkpoint_verify.h"
 #include "train/config.h"
 #include "train/model_setup.h"
-#include "train/trainer.h"
+#include "train/train_module.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -12,6 +12,12 @@
 #include "train/benchmark_callback.h"
 #include "train/olmo_benchmark_callback.h"
 #include "train/validation.h"
+#include "distributed/communicator.h"
+#include "distributed/zero.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
