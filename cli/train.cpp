@@ -48,7 +48,7 @@ void dry_run(const olmo::train::Config& c) {
   std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens, %lld process%s "
               "(data.processes; 0 = the launched world), ZeRO-1/2, dist.reduce %s%s)\n",
               (long long)micro, (long long)c.data.seq_len, (long long)W, W == 1 ? "" : "es",
-              c.dist.reduce.c_str(),
+              train::choice_name(c.dist.reduce).c_str(),
               p.exact ? (p.local_accumulator ? ", local accumulator" : ", sharded accumulator") : "");
   std::printf("weights %.3f GiB, grads %.3f GiB, AdamW moments %.3f GiB, gradient shard %.3f "
               "GiB, exact accumulator %.3f GiB, activations %.3f GiB, total %.3f GiB\n",

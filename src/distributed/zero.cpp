@@ -25,12 +25,17 @@ ReduceMode parse_reduce_mode(const std::string& s) {
                   ", got '", s, "'"));
 }
 
-bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank) {
-  if (setting == "local") return true;
-  if (setting == "sharded") return false;
-  if (setting != "auto")
-    throw Error(cat("dist.exact_accumulator must be auto, local or sharded, got '", setting, "'"));
+bool local_accumulator(AccumulatorSetting setting, int64_t world, int64_t micro_batches_per_rank) {
+  if (setting == AccumulatorSetting::local) return true;
+  if (setting == AccumulatorSetting::sharded) return false;
   return world == 1 || (world <= kLocalAccumulatorMaxWorld && micro_batches_per_rank > 1);
+}
+
+bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank) {
+  for (size_t i = 0; i < std::size(kAccumulatorSettingNames); ++i)
+    if (setting == kAccumulatorSettingNames[i])
+      return local_accumulator(AccumulatorSetting(i), world, micro_batches_per_rank);
+  throw Error(cat("dist.exact_accumulator must be auto, local or sharded, got '", setting, "'"));
 }
 
 GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,

@@ -214,11 +214,11 @@ class DataFaultInjection : public Callback {
 
 void install_fault_injection(Trainer& t) {
   const auto& d = t.config().data;
-  if (d.inject_fault.empty() || d.inject_fault == "none") return;
-  OLMO_CHECK(t.config().allow_fault_injection, "data.inject_fault = '", d.inject_fault,
+  if (d.inject_fault == InjectFault::none) return;
+  OLMO_CHECK(t.config().allow_fault_injection, "data.inject_fault = '", choice_name(d.inject_fault),
              "' needs allow_fault_injection: true");
   data::FaultOptions o;
-  o.kind = d.inject_fault;
+  o.kind = choice_name(d.inject_fault);
   o.start_step = d.fault_start_step;
   o.pool_size = d.fault_pool_size;
   o.stride = d.fault_stride;

@@ -47,7 +47,7 @@ RunPlan plan(const Config& c) {
   p.micro_instances = c.data.micro_batch_tokens / c.data.seq_len;
   p.micro_batches = micro_batches(c);
   p.processes = std::max<int64_t>(1, c.data.processes);
-  p.exact = dist::parse_reduce_mode(c.dist.reduce) == dist::ReduceMode::exact;
+  p.exact = c.dist.reduce == dist::ReduceMode::exact;
   p.local_accumulator = dist::local_accumulator(c.dist.exact_accumulator, p.processes,
                                                 p.micro_batches);
   p.memory = model::memory_plan(mc, c.data.seq_len, p.micro_instances, p.processes, p.exact,
@@ -61,7 +61,7 @@ RunPlan plan(const Config& c) {
       p.batches_per_epoch = ds.size() / batch_instances(c);
       p.data_note = cat(commas(ds.size()), " instances, ", commas(p.batches_per_epoch),
                         " batches per epoch",
-                        c.data.dataset == "packed_fsl"
+                        c.data.dataset == DatasetKind::packed_fsl
                             ? " (as fixed-length windows; packing makes somewhat more instances)"
                             : "");
     } catch (const Error& e) {

@@ -33,7 +33,7 @@ TrainModule::TrainModule(model::Olmo3& model, dist::Communicator& comm, const Co
   z_coef_ = float(cfg.trainer.z_loss_multiplier);
   max_grad_norm_ = cfg.optim.max_grad_norm;
   lr0_ = cfg.optim.lr;
-  skip_rule_ = cfg.optim.name == "skip_step_adamw" && cfg.optim.skip_step;
+  skip_rule_ = cfg.optim.name == OptimizerKind::skip_step_adamw && cfg.optim.skip_step;
   schedule_ = optim::make_schedule(schedule_config(cfg));
   reducer_ = std::make_unique<dist::GradReducer>(comm_, model_.num_params(), o.reduce,
                                                  o.bucket_elems, o.exact_local);

@@ -49,7 +49,7 @@ static bool check_memory(const Config& cfg, dist::Communicator& comm, const mode
   // local one (16 B per parameter) would not fit; the same bits either way.
   // Decided together (ranks on different nodes may see different memory).
   const int64_t avail = available_memory().bytes;
-  if (exact && exact_local && world > 1 && cfg.dist.exact_accumulator == "auto" &&
+  if (exact && exact_local && world > 1 && cfg.dist.exact_accumulator == dist::AccumulatorSetting::automatic &&
       comm.any(avail >= 0 && double(mp.total) * double(here) > double(avail))) {
     exact_local = false;
     mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact, micro_batches,
@@ -89,7 +89,7 @@ TrainerParts build_trainer_parts(Config cfg) {
   model::ModelConfig mc = model_config_for_this_cpu(cfg);
   // precision: auto is probed in each process; all ranks must run one precision (the reduction
   // and the trajectory assume it), so bf16_mixed only where every rank chose it.
-  if (world > 1 && cfg.model.precision == "auto") {
+  if (world > 1 && cfg.model.precision == PrecisionSetting::automatic) {
     const bool fp32_somewhere = comm.any(mc.precision != model::Precision::bf16_mixed);
     if (fp32_somewhere) {
       if (rank == 0 && mc.precision == model::Precision::bf16_mixed)
@@ -107,7 +107,7 @@ TrainerParts build_trainer_parts(Config cfg) {
              " micro-batches of a step (data.global_batch_tokens / data.micro_batch_tokens = ",
              cfg.data.global_batch_tokens, " / ", cfg.data.micro_batch_tokens,
              "): every process must run the same number of micro-batches");
-  const dist::ReduceMode mode = dist::parse_reduce_mode(cfg.dist.reduce);
+  const dist::ReduceMode mode = cfg.dist.reduce;
   OLMO_CHECK(mode != dist::ReduceMode::exact || M <= dist::kMaxMicroBatches,
              "config key 'dist.reduce' = exact supports at most ", dist::kMaxMicroBatches,
              " micro-batches per step, this config has ", M, " (use dist.reduce=fast)");
@@ -125,9 +125,10 @@ TrainerParts build_trainer_parts(Config cfg) {
 
   // Data.
   data::DatasetSpec spec = dataset_spec(cfg, uint32_t(mc.vocab_size));  // train/training_data.h
-  const std::string& ln = cfg.trainer.loss_normalization;
+  const LossNormalization ln = cfg.trainer.loss_normalization;
   TrainModuleOptions o;
-  o.per_rank_loss = ln == "per_rank" || (ln == "auto" && spec.kind == "packed_fsl");
+  o.per_rank_loss = ln == LossNormalization::per_rank ||
+                    (ln == LossNormalization::automatic && cfg.data.dataset == DatasetKind::packed_fsl);
   p.doc_mask = cfg.data.generate_doc_lengths;
   try {
     p.dataset = data::open_instance_source(spec);

@@ -116,7 +116,7 @@ json Trainer::trainer_section() const {
               {"lr0", cfg_.optim.lr},
               {"lr", step_ > 0 ? lr_at(step_) : 0.0},
               {"world", world_},
-              {"dist_reduce", cfg_.dist.reduce},
+              {"dist_reduce", choice_name(cfg_.dist.reduce)},
               {"scheduler", optim::schedule_config_to_json(module_->schedule().config())}};
 }
 
