@@ -16,6 +16,25 @@
 
 namespace olmo::train {
 
+// Profile row `name` (trainer.profile) gets the wall time of its scope minus the reducer's
+// communication inside it (those waits are the "comm" row).
+class ProfileOutsideComm {
+ public:
+  ProfileOutsideComm(const char* name, const dist::GradReducer& r)
+      : name_(name), r_(r), t0_(now_seconds()), c0_(r.comm_seconds()) {}
+  ~ProfileOutsideComm() {
+    if (profile::enabled())
+      profile::add(name_, now_seconds() - t0_ - (r_.comm_seconds() - c0_), 0);
+  }
+  ProfileOutsideComm(const ProfileOutsideComm&) = delete;
+  ProfileOutsideComm& operator=(const ProfileOutsideComm&) = delete;
+
+ private:
+  const char* name_;
+  const dist::GradReducer& r_;
+  double t0_, c0_;
+};
+
 optim::ScheduleConfig schedule_config(const Config& c) {
   optim::ScheduleConfig s;
   s.name = c.scheduler.name;
@@ -63,10 +82,10 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   int64_t local = 0;
   for (int64_t i = 0; i < B * T; ++i) local += targets[i] != olmo::kIgnoreIndex;
   int64_t total = local;
-  double tc = now_seconds();
-  comm_.allreduce(&total, 1);
-  const bool empty_rank = per_rank && comm_.any(local == 0);
-  comm_extra += now_seconds() - tc;
+  const bool empty_rank = timed(comm_extra, [&] {
+    comm_.allreduce(&total, 1);
+    return per_rank && comm_.any(local == 0);
+  });
   OLMO_CHECK(total > 0, "step ", step, ": the batch has no target tokens");
   OLMO_CHECK(!empty_rank, "step ", step, ": a rank has no target tokens (per_rank loss "
              "normalisation needs some on every rank)");
@@ -95,11 +114,9 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
     if (exact) {
       ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
       z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
-      const double ta = now_seconds(), ca = reducer_->comm_seconds();
+      // Conversion to fixed point + accumulator adds (sharded: + staging).
+      ProfileOutsideComm prof("exact_convert", *reducer_);
       reducer_->add_micro_batch(model_.grads());
-      // Conversion to fixed point + accumulator adds (sharded: + staging; its waits are "comm").
-      if (profile::enabled())
-        profile::add("exact_convert", now_seconds() - ta - (reducer_->comm_seconds() - ca), 0);
     } else {
       sums[0] += s.ce_sum;
       sums[1] += s.z_sum;
@@ -108,15 +125,16 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   // Reduce: this rank's shard of the summed gradient; global loss sums.
   float* g = shard_grad_.empty() ? model_.grads() : shard_grad_.data();
   const size_t ng = reducer_->shard_len();
-  const double tf = now_seconds(), cf = reducer_->comm_seconds();
-  const bool grad_bad = reducer_->finish(model_.grads(), g);
-  // Staging, unpacking and rounding of the step's reduction (its waits are "comm").
-  if (profile::enabled())
-    profile::add("reduce_finish", now_seconds() - tf - (reducer_->comm_seconds() - cf), 0);
+  bool grad_bad;
+  {
+    // Staging, unpacking and rounding of the step's reduction.
+    ProfileOutsideComm prof("reduce_finish", *reducer_);
+    grad_bad = reducer_->finish(model_.grads(), g);
+  }
   // Per-rank normalisation divides each rank's sums by its own count before the (exact or
   // fast) sum over ranks; global divides the global sums by the global count.
-  tc = now_seconds();
-  if (exact) {
+  // The loss sums' communication (either branch) counts as comm time.
+  if (AddSeconds in_comm(comm_extra); exact) {
     double loc[2] = {dist::fixed_to_double(ce_fx), dist::fixed_to_double(z_fx)};
     dist::i128 v[2] = {ce_fx, z_fx};
     if (per_rank)
@@ -130,7 +148,6 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
       for (double& x : sums) x /= double(local);
     comm_.allreduce(sums, 2, dist::Op::sum);
   }
-  comm_extra += now_seconds() - tc;
   const double denom = per_rank ? double(world) : double(total);
   r.loss = sums[0] / denom;
   r.z_loss = double(z_coef_) * sums[1] / denom;
