@@ -84,7 +84,8 @@ int run_audit(int argc, char** argv) {
   olmo::audit::AuditReport rep = olmo::audit::audit_run(in);
 
   if (a.has("--json")) {
-    nlohmann::json j = {{"run", run}, {"steps", rep.records}, {"dataset", c.data.dataset},
+    nlohmann::json j = {{"run", run}, {"steps", rep.records},
+                        {"dataset", olmo::train::choice_name(c.data.dataset)},
                         {"clean", rep.clean()}, {"notes", rep.notes},
                         {"findings", nlohmann::json::array()}};
     for (auto& f : rep.findings)
@@ -94,8 +95,8 @@ int run_audit(int argc, char** argv) {
     std::printf("audit %s: %lld ledger records (steps %lld..%lld), %lld %s instances, %zu "
                 "held-out set(s)\n",
                 run.c_str(), (long long)rep.records, (long long)rep.first_step,
-                (long long)rep.last_step, (long long)ds->size(), c.data.dataset.c_str(),
-                sets.size());
+                (long long)rep.last_step, (long long)ds->size(),
+                olmo::train::choice_name(c.data.dataset).c_str(), sets.size());
     for (auto& n : rep.notes) std::printf("  note: %s\n", n.c_str());
     std::map<std::string, int64_t> per;
     for (auto& f : rep.findings)

@@ -81,7 +81,7 @@ int run_step(int argc, char** argv) {
   const bool use_opt = a.has("--optimizer"), json = a.has("--json");
   const bool print_clock = a.has("--print-clock"), profile = a.has("--profile");
   olmo::train::Config pc;
-  pc.model.precision = a.get("--precision", "fp32");
+  olmo::train::apply_override(pc, "model.precision=" + a.get("--precision", "fp32"));
   pc.origin["model.precision"] = "--precision";
   const auto choice = olmo::train::choose_precision(pc);
   const bool bf16 = choice.precision == Precision::bf16_mixed;

@@ -43,7 +43,7 @@
 #include "train/checkpoint_verify.h"
 #include "train/config.h"
 #include "train/model_setup.h"
-#include "train/trainer.h"
+#include "train/train_module.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -177,7 +177,7 @@ int run_ckpt_import_olmo_core(int argc, char** argv) {
                         {"lr0", c.optim.lr},
                         {"scheduler", optim::schedule_config_to_json(train::schedule_config(c))},
                         {"world", 1},
-                        {"dist_reduce", c.dist.reduce},
+                        {"dist_reduce", train::choice_name(c.dist.reduce)},
                         {"imported_from", src}};
   const json optim_state = {{"steps", steps}, {"groups", groups}, {"beta1", beta1},
                             {"beta2", beta2}, {"eps", eps}, {"numel", m.num_params()}};

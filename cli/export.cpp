@@ -20,7 +20,7 @@
 #include "model/hf_export.h"
 #include "train/config.h"
 #include "train/model_setup.h"
-#include "train/trainer.h"
+#include "train/inference_model.h"
 
 namespace {
 

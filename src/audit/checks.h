@@ -2,7 +2,7 @@
 // `olmo audit`). The expected content of every position comes from an independent
 // recomputation of the numpy global order (data::global_order, PCG64(seed + epoch)) and the
 // loader's documented rank slicing, never from the loader object itself, so a fault anywhere
-// between the order and the model (the batch hook included) shows up as a finding:
+// between the order and the model (the pre_step hooks included) shows up as a finding:
 //   ledger_gap       a step missing from the ledger (or out of order)
 //   position         the global batch position does not advance by one (skipped / repeated)
 //   repeat_in_epoch  an instance served twice within one epoch

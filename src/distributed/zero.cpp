@@ -25,12 +25,17 @@ ReduceMode parse_reduce_mode(const std::string& s) {
                   ", got '", s, "'"));
 }
 
-bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank) {
-  if (setting == "local") return true;
-  if (setting == "sharded") return false;
-  if (setting != "auto")
-    throw Error(cat("dist.exact_accumulator must be auto, local or sharded, got '", setting, "'"));
+bool local_accumulator(AccumulatorSetting setting, int64_t world, int64_t micro_batches_per_rank) {
+  if (setting == AccumulatorSetting::local) return true;
+  if (setting == AccumulatorSetting::sharded) return false;
   return world == 1 || (world <= kLocalAccumulatorMaxWorld && micro_batches_per_rank > 1);
+}
+
+bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank) {
+  for (size_t i = 0; i < std::size(kAccumulatorSettingNames); ++i)
+    if (setting == kAccumulatorSettingNames[i])
+      return local_accumulator(AccumulatorSetting(i), world, micro_batches_per_rank);
+  throw Error(cat("dist.exact_accumulator must be auto, local or sharded, got '", setting, "'"));
 }
 
 GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
@@ -89,9 +94,7 @@ void GradReducer::bucketed_reduce_scatter(Type t, Fill fill, Drain drain) {
   int64_t pending[2] = {-1, -1};
   auto complete = [&](int s) {
     if (pending[s] < 0) return;
-    double t0 = now_seconds();
-    comm_.wait(req[s]);
-    comm_s_ += now_seconds() - t0;
+    timed(comm_s_, [&] { comm_.wait(req[s]); });
     const size_t k = size_t(pending[s]);
     const size_t lo = std::min(layout_.len(me), k * S), hi = std::min(layout_.len(me), (k + 1) * S);
     drain(k, recv[s].data(), hi - lo);
@@ -101,11 +104,12 @@ void GradReducer::bucketed_reduce_scatter(Type t, Fill fill, Drain drain) {
     const int s = int(k % 2);
     complete(s);
     fill(k, stage[s].data());
-    double t0 = now_seconds();
-    req[s] = comm_.ireduce_scatter(stage[s].data(), recv[s].data(), S, t, Op::sum);  // S values
-    // Let the other bucket progress while this one starts.
-    if (pending[1 - s] >= 0) comm_.test(req[1 - s]);
-    comm_s_ += now_seconds() - t0;
+    {
+      AddSeconds in_comm(comm_s_);
+      req[s] = comm_.ireduce_scatter(stage[s].data(), recv[s].data(), S, t, Op::sum);  // S values
+      // Let the other bucket progress while this one starts.
+      if (pending[1 - s] >= 0) comm_.test(req[1 - s]);
+    }
     pending[s] = int64_t(k);
   }
   complete(int(nbuckets_ % 2));
@@ -194,28 +198,20 @@ bool GradReducer::finish(const float* g, float* shard) {
           std::memcpy(shard + k * S, rv, n * sizeof(float));
         });
   }
-  double t0 = now_seconds();
-  const bool any_bad = comm_.any(bad_);
-  comm_s_ += now_seconds() - t0;
-  return any_bad;
+  return timed(comm_s_, [&] { return comm_.any(bad_); });
 }
 
 double GradReducer::global_norm(const float* shard, size_t n) {
-  double t0;
   if (mode_ == ReduceMode::fast) {
     double s = optim::sum_squares(shard, n);
-    t0 = now_seconds();
-    comm_.allreduce(&s, 1, Op::sum);
-    comm_s_ += now_seconds() - t0;
+    timed(comm_s_, [&] { comm_.allreduce(&s, 1, Op::sum); });
     return std::sqrt(s);
   }
   // exact: scale by 2^-E with 2^(E-1) <= max|g| < 2^E so every scaled square is < 1, sum the
   // squares in fixed point 2^-90 (P < 2^36 elements cannot overflow), one rounding at the end.
   double mx = 0;
   for (size_t i = 0; i < n; ++i) mx = std::max(mx, double(std::fabs(shard[i])));
-  t0 = now_seconds();
-  comm_.allreduce(&mx, 1, Op::max);
-  comm_s_ += now_seconds() - t0;
+  timed(comm_s_, [&] { comm_.allreduce(&mx, 1, Op::max); });
   if (!std::isfinite(mx)) return mx;
   if (mx == 0) return 0;
   const int E = std::ilogb(mx) + 1;
@@ -239,16 +235,14 @@ double GradReducer::global_norm(const float* shard, size_t n) {
     }
   }
   OLMO_CHECK(!bad, "exact grad norm: a scaled square out of range (internal error)");
-  t0 = now_seconds();
-  comm_.allreduce(&sum, 1, Type::i128, Op::sum);
-  comm_s_ += now_seconds() - t0;
+  timed(comm_s_, [&] { comm_.allreduce(&sum, 1, Type::i128, Op::sum); });
   return std::ldexp(std::sqrt(from_fixed(sum, kShift)), E);
 }
 
 void GradReducer::allgather(float* params) {
   const size_t W = layout_.world, S = bucket_;
   if (W == 1) return;
-  double t0 = now_seconds();
+  AddSeconds in_comm(comm_s_);
   std::vector<Communicator::Request> reqs;
   std::vector<size_t> counts(W), displs(W);
   for (size_t k = 0; k < nbuckets_; ++k) {
@@ -260,7 +254,6 @@ void GradReducer::allgather(float* params) {
     reqs.push_back(comm_.iallgatherv(params, counts, displs, Type::f32));
   }
   for (auto& r : reqs) comm_.wait(r);
-  comm_s_ += now_seconds() - t0;
 }
 
 }  // namespace olmo::dist

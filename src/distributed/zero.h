@@ -31,6 +31,7 @@
 
 #include "distributed/communicator.h"
 #include "distributed/fixed_point.h"
+#include "distributed/reduce_settings.h"
 
 namespace olmo::dist {
 
@@ -43,23 +44,7 @@ struct ShardLayout {
   size_t len(size_t r) const { return end(r) - begin(r); }
 };
 
-enum class ReduceMode { exact, fast };
-// The valid names of dist.reduce, in ReduceMode order: the one list the config table
-// (train/config.cpp), the reference docs and `olmo info --reduce` use.
-inline constexpr const char* kReduceModeNames[] = {"exact", "fast"};
-// Throws olmo::Error naming the valid values for any other string.
-ReduceMode parse_reduce_mode(const std::string& s);
-
-// dist.exact_accumulator -> true for the local accumulator, false for the sharded one.
-// "local" / "sharded" as given; "auto" (the default) picks local on one process (the same
-// memory either way) and otherwise sharded when it costs no extra
-// traffic (one micro-batch per rank per step: the same one reduce-scatter, 1/W the memory) or
-// when the world is large (world > kLocalAccumulatorMaxWorld: 16 B per parameter on every rank
-// would dwarf the ZeRO-sharded state; olmo3-7b at 64 ranks: 108.8 GiB local vs 1.7 GiB
-// sharded), local otherwise. The trainer also falls back to sharded when the local plan does
-// not fit the available memory. Either accumulator gives the same bits.
-constexpr int64_t kLocalAccumulatorMaxWorld = 8;
-bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_batches_per_rank);
+// ReduceMode, dist.exact_accumulator and local_accumulator(): distributed/reduce_settings.h.
 
 class GradReducer {
  public:

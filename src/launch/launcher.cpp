@@ -86,8 +86,8 @@ Launcher::Launcher(const LaunchOptions& o) : o_(o) {
   save_interval_ = c.trainer.save_interval;
   run_dir_ = fs::absolute(c.trainer.run_dir).lexically_normal().string();
   request_ = run_dir_ + "/.resize_request";
-  if (c.dist.reduce != "exact")
-    note(cat("warning: dist.reduce=", c.dist.reduce, ": a run resized by the launcher follows "
+  if (c.dist.reduce != dist::ReduceMode::exact)
+    note(cat("warning: dist.reduce=", train::choice_name(c.dist.reduce), ": a run resized by the launcher follows "
              "another trajectory than one that never was (the default dist.reduce=exact gives the "
              "same bits on every world size)"));
   if (save_interval_ <= 0)

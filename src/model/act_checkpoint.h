@@ -25,6 +25,8 @@ namespace olmo::model {
 struct ModelConfig;
 
 enum class AcMode { none, full, selected_blocks, budget };
+// The names of AcMode, in its order (the config's choice table reads this list).
+inline constexpr const char* kAcModeNames[] = {"none", "full", "selected_blocks", "budget"};
 const char* ac_mode_name(AcMode m);
 // "none" | "full" | "selected_blocks" | "budget"; anything else throws "<where>: ..." naming
 // the valid values.

@@ -68,15 +68,11 @@ const char* yarn_variant_name(YarnVariant v) {
   return v == YarnVariant::hf ? "hf" : "faithful";
 }
 
-namespace {
-constexpr const char* kAcModes[] = {"none", "full", "selected_blocks", "budget"};
-}  // namespace
-
-const char* ac_mode_name(AcMode m) { return kAcModes[int(m)]; }
+const char* ac_mode_name(AcMode m) { return kAcModeNames[int(m)]; }
 
 AcMode parse_ac_mode(const std::string& s, const std::string& where) {
   for (int i = 0; i < 4; ++i)
-    if (s == kAcModes[i]) return AcMode(i);
+    if (s == kAcModeNames[i]) return AcMode(i);
   throw Error(cat(where, ": activation checkpointing mode '", s,
                   "' must be none, full, selected_blocks or budget"));
 }

@@ -10,6 +10,9 @@
 #include "core/timer.h"
 #include "data/fault_inject.h"
 #include "data/token_paths.h"
+#include "data/instance_source.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 namespace fs = std::filesystem;
 
@@ -196,19 +199,32 @@ void DataAudit::on_end(Trainer& t) {
                                            : cat(counts.dump(), " findings")));
 }
 
+// data.inject_fault as a pre_step hook: the injector rewrites the batch before the model sees it.
+namespace {
+class DataFaultInjection : public Callback {
+ public:
+  explicit DataFaultInjection(std::unique_ptr<data::FaultInjector> fi) : fi_(std::move(fi)) {}
+  std::string name() const override { return "data_fault_injection"; }
+  void pre_step(Trainer& t, data::DataLoader::Batch& b) override { fi_->apply(t.step(), b); }
+
+ private:
+  std::unique_ptr<data::FaultInjector> fi_;
+};
+}  // namespace
+
 void install_fault_injection(Trainer& t) {
   const auto& d = t.config().data;
-  if (d.inject_fault.empty() || d.inject_fault == "none") return;
-  OLMO_CHECK(t.config().allow_fault_injection, "data.inject_fault = '", d.inject_fault,
+  if (d.inject_fault == InjectFault::none) return;
+  OLMO_CHECK(t.config().allow_fault_injection, "data.inject_fault = '", choice_name(d.inject_fault),
              "' needs allow_fault_injection: true");
   data::FaultOptions o;
-  o.kind = d.inject_fault;
+  o.kind = choice_name(d.inject_fault);
   o.start_step = d.fault_start_step;
   o.pool_size = d.fault_pool_size;
   o.stride = d.fault_stride;
   o.every = d.fault_every;
-  auto fi = std::make_shared<data::FaultInjector>(t.instances(), o);
-  t.set_batch_hook([fi](Trainer& tr, data::DataLoader::Batch& b) { fi->apply(tr.step(), b); });
+  t.add_callback(std::make_unique<DataFaultInjection>(
+      std::make_unique<data::FaultInjector>(t.instances(), o)));
   t.progress().message(cat("WARNING: fault injection '", o.kind, "' from step ", o.start_step,
                            " (test runs only)"));
 }

@@ -59,7 +59,8 @@ class DataAudit : public Callback {
   double train_seconds_ = 0;
 };
 
-// Installs the data.inject_fault batch hook (data/fault_inject.h) when the config asks for one.
+// Adds the data.inject_fault callback (data/fault_inject.h; a pre_step hook that rewrites the
+// batch) when the config asks for one.
 void install_fault_injection(Trainer& t);
 
 }  // namespace olmo::train

@@ -5,6 +5,9 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "model/olmo3.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 using nlohmann::json;
 

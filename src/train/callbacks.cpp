@@ -12,6 +12,12 @@
 #include "train/benchmark_callback.h"
 #include "train/olmo_benchmark_callback.h"
 #include "train/validation.h"
+#include "distributed/communicator.h"
+#include "distributed/zero.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -51,7 +57,7 @@ void MetricsLogger::on_start(Trainer& t) {
               {"event", "start"},
               {"world", t.world()},
               {"dist_backend", t.comm().backend()},
-              {"dist_reduce", t.config().dist.reduce},
+              {"dist_reduce", choice_name(t.config().dist.reduce)},
               {"exact_accumulator", t.reducer().mode() == dist::ReduceMode::fast
                                         ? "none" : (t.reducer().local() ? "local" : "sharded")},
               {"optimizer_state_bytes_per_rank", opt_bytes},
@@ -80,7 +86,7 @@ void MetricsLogger::on_start(Trainer& t) {
                            t.model().num_params(), " params, ",
                            t.config().data.global_batch_tokens, " tokens/step, ",
                            t.world(), t.world() == 1 ? " process" : " processes", " (",
-                           t.comm().backend(), ", reduce ", t.config().dist.reduce,
+                           t.comm().backend(), ", reduce ", choice_name(t.config().dist.reduce),
                            "), ", model::precision_name(t.model().precision()),
                            ", peaks fp32 ", int(t.peak_fp32_gflops()), " / bf16 ",
                            t.peak_bf16_gflops() > 0 ? cat(int(t.peak_bf16_gflops()))

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <sstream>
+#include <type_traits>
 
 #include "core/error.h"
 #include "data/named_mix.h"
@@ -241,7 +242,8 @@ static void visit_fields(C& c, V&& v) {
 const std::vector<ChoiceField>& choice_fields() {
   static const std::vector<ChoiceField> t = {
       {"model.precision", {"fp32", "bf16_mixed", "auto"}},
-      {"model.activation_checkpointing.mode", {"none", "full", "selected_blocks", "budget"}},
+      {"model.activation_checkpointing.mode",
+       {std::begin(model::kAcModeNames), std::end(model::kAcModeNames)}},
       {"data.dataset", {"fsl", "packed_fsl"}},
       {"data.inject_fault", {"none", "pool", "stride", "repeat_batch"}, true},
       {"optim.name", {"skip_step_adamw", "adamw"}},
@@ -250,7 +252,8 @@ const std::vector<ChoiceField>& choice_fields() {
       {"trainer.progress", {"auto", "on", "off"}},
       {"trainer.loss_normalization", {"auto", "global", "per_rank"}},
       {"dist.reduce", {std::begin(dist::kReduceModeNames), std::end(dist::kReduceModeNames)}},
-      {"dist.exact_accumulator", {"auto", "local", "sharded"}},
+      {"dist.exact_accumulator",
+       {std::begin(dist::kAccumulatorSettingNames), std::end(dist::kAccumulatorSettingNames)}},
   };
   return t;
 }
@@ -267,6 +270,29 @@ std::string choice_list(const ChoiceField& f) {
     s += (i == 0 ? "" : i + 1 == f.values.size() ? " or " : ", ") + f.values[i];
   return s;
 }
+
+// The key of each choice enum's field (its names are that row of choice_fields()).
+static const char* choice_key(PrecisionSetting) { return "model.precision"; }
+static const char* choice_key(model::AcMode) { return "model.activation_checkpointing.mode"; }
+static const char* choice_key(DatasetKind) { return "data.dataset"; }
+static const char* choice_key(InjectFault) { return "data.inject_fault"; }
+static const char* choice_key(OptimizerKind) { return "optim.name"; }
+static const char* choice_key(LossNormalization) { return "trainer.loss_normalization"; }
+static const char* choice_key(dist::ReduceMode) { return "dist.reduce"; }
+static const char* choice_key(dist::AccumulatorSetting) { return "dist.exact_accumulator"; }
+
+template <class E>
+static const std::string& name_of(E v) {
+  return choice_field(choice_key(v))->values.at(size_t(v));
+}
+const std::string& choice_name(PrecisionSetting v) { return name_of(v); }
+const std::string& choice_name(model::AcMode v) { return name_of(v); }
+const std::string& choice_name(DatasetKind v) { return name_of(v); }
+const std::string& choice_name(InjectFault v) { return name_of(v); }
+const std::string& choice_name(OptimizerKind v) { return name_of(v); }
+const std::string& choice_name(LossNormalization v) { return name_of(v); }
+const std::string& choice_name(dist::ReduceMode v) { return name_of(v); }
+const std::string& choice_name(dist::AccumulatorSetting v) { return name_of(v); }
 
 // ---- scalar parsing with error context ("where" = file:line or override text) ----
 
@@ -323,6 +349,23 @@ static void parse_into(const YAML::Node& n, std::string& out, const std::string&
                        const std::string& where) {
   if (n.IsNull()) { out.clear(); return; }
   out = scalar_of(n, key, where, "a string");
+}
+
+// A choice field: its name -> the enumerator of the same index ("" = the first where allowed).
+template <class E>
+  requires std::is_enum_v<E>
+static void parse_into(const YAML::Node& n, E& out, const std::string& key,
+                       const std::string& where) {
+  const std::string s = n.IsNull() ? std::string() : scalar_of(n, key, where, "a string");
+  const ChoiceField* f = choice_field(choice_key(out));
+  if (f->empty_is_first && s.empty()) {
+    out = E(0);
+    return;
+  }
+  const auto it = std::find(f->values.begin(), f->values.end(), s);
+  OLMO_CHECK(it != f->values.end(), where, ": key '", key, "' = '", s, "' must be ",
+             choice_list(*f));
+  out = E(it - f->values.begin());
 }
 
 template <class T>
@@ -509,6 +552,11 @@ static std::string yaml_str(const std::string& s) {
   return e.c_str();
 }
 static std::string show(const std::string& s) { return yaml_str(s); }
+template <class E>
+  requires std::is_enum_v<E>
+static std::string show(E v) {
+  return yaml_str(name_of(v));
+}
 static std::string show(int64_t x) { return std::to_string(x); }
 static std::string show(bool b) { return b ? "true" : "false"; }
 static std::string show(double d) {
@@ -554,6 +602,11 @@ std::string to_yaml(const Config& c) {
 // ---- the field table as data (the generated reference, config_reference.h) ----
 
 static const char* type_name(const std::string&) { return "string"; }
+template <class E>
+  requires std::is_enum_v<E>
+static const char* type_name(E) {
+  return "choice";
+}
 static const char* type_name(int64_t) { return "int"; }
 static const char* type_name(double) { return "float"; }
 static const char* type_name(bool) { return "bool"; }
@@ -633,16 +686,12 @@ void validate(const Config& c, bool check_files) {
              " is not divisible by data.micro_batch_tokens x data.processes = ",
              d.micro_batch_tokens, " x ", procs,
              procs > 1 ? " (the processes must split the micro-batches evenly)" : "");
-  check_choice(c, "dist.reduce", c.dist.reduce);
-  check_choice(c, "trainer.loss_normalization", c.trainer.loss_normalization);
-  check_choice(c, "dist.exact_accumulator", c.dist.exact_accumulator);
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
-  check_choice(c, "model.precision", c.model.precision);
-  check_choice(c, "model.activation_checkpointing.mode", c.model.ac_mode);
-  if (c.model.ac_mode == "selected_blocks")
+  if (c.model.ac_mode == model::AcMode::selected_blocks)
     OLMO_CHECK(c.model.ac_block_interval >= 1,
-               at(c, "model.activation_checkpointing.block_interval"), " = ", c.model.ac_block_interval, " must be >= 1 for mode selected_blocks");
-  if (c.model.ac_mode == "budget")
+               at(c, "model.activation_checkpointing.block_interval"), " = ",
+               c.model.ac_block_interval, " must be >= 1 for mode selected_blocks");
+  if (c.model.ac_mode == model::AcMode::budget)
     OLMO_CHECK(c.model.ac_budget >= 0 && c.model.ac_budget <= 1,
                at(c, "model.activation_checkpointing.budget"), " = ", c.model.ac_budget,
                " must be in [0, 1] (0 = recompute every block, 1 = none)");
@@ -654,15 +703,13 @@ void validate(const Config& c, bool check_files) {
                " is not smaller than data.seq_len = ", d.seq_len,
                ": that layer would not slide (use -1 for a full-attention layer)");
   }
-  check_choice(c, "data.dataset", d.dataset);
-  if (d.dataset == "packed_fsl") {
+  if (d.dataset == DatasetKind::packed_fsl) {
     OLMO_CHECK(d.eos_id >= 0, at(c, "data.eos_id"), " = ", d.eos_id, ": packed instances "
                "(data.dataset = packed_fsl) need an EOS id, documents are split on it");
     OLMO_CHECK(d.seq_len > 0 && (d.seq_len & (d.seq_len - 1)) == 0, at(c, "data.seq_len"), " = ",
                d.seq_len, " must be a power of two for packed_fsl (OLMo-core's OBFD packing)");
     OLMO_CHECK(d.source_group_size >= 1, at(c, "data.source_group_size"), " must be >= 1");
   }
-  check_choice(c, "optim.name", c.optim.name);
   OLMO_CHECK(c.optim.lr > 0, at(c, "optim.lr"), " must be > 0");
   OLMO_CHECK(c.optim.betas.size() == 2, at(c, "optim.betas"), " must have two values");
   OLMO_CHECK(c.optim.eps > 0, at(c, "optim.eps"), " must be > 0");
@@ -683,9 +730,8 @@ void validate(const Config& c, bool check_files) {
   check_choice(c, "trainer.progress", c.trainer.progress);
   OLMO_CHECK(!c.trainer.run_dir.empty(), at(c, "trainer.run_dir"), " must be set");
   {
-    check_choice(c, "data.inject_fault", d.inject_fault);
-    OLMO_CHECK(d.inject_fault == "none" || d.inject_fault.empty() || c.allow_fault_injection,
-               at(c, "data.inject_fault"), " = '", d.inject_fault,
+    OLMO_CHECK(d.inject_fault == InjectFault::none || c.allow_fault_injection,
+               at(c, "data.inject_fault"), " = '", choice_name(d.inject_fault),
                "' is refused: fault injection corrupts training data on purpose and needs "
                "allow_fault_injection: true in the config");
     OLMO_CHECK(d.fault_start_step >= 1, at(c, "data.fault_start_step"), " must be >= 1");

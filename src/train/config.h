@@ -11,7 +11,22 @@
 #include <string>
 #include <vector>
 
+#include "distributed/reduce_settings.h"
+#include "model/act_checkpoint.h"
+
 namespace olmo::train {
+
+// Choice fields are parsed into these enums once, at load; their enumerators are in the order
+// of the field's names in choice_fields() (config.cpp), and the names stay the form of the YAML,
+// the overrides, to_yaml and the checkpoint (choice_name() below). dist.reduce and
+// dist.exact_accumulator are the reducer's own enums (distributed/reduce_settings.h).
+// scheduler.name and trainer.progress stay strings: they are handed as names to the
+// optim::Schedule factory and to Progress, which own those names.
+enum class PrecisionSetting { fp32, bf16_mixed, automatic };    // model.precision
+enum class DatasetKind { fsl, packed_fsl };                     // data.dataset
+enum class InjectFault { none, pool, stride, repeat_batch };    // data.inject_fault
+enum class OptimizerKind { skip_step_adamw, adamw };            // optim.name
+enum class LossNormalization { automatic, global, per_rank };   // trainer.loss_normalization
 
 struct ModelSection {
   std::string preset = "";          // model preset (src/model preset(): olmo3-7b, olmo3-190m, ...)
@@ -32,10 +47,10 @@ struct ModelSection {
   // Matmul precision: fp32 | bf16_mixed (bf16 GEMM inputs, fp32 master weights, optimizer state
   // and gradients; model/olmo3.h) | auto (bf16_mixed where the CPU has AVX512_BF16 and a
   // start-up probe finds oneDNN's bf16 GEMM faster than its fp32 one, else fp32).
-  std::string precision = "fp32";
+  PrecisionSetting precision = PrecisionSetting::fp32;
   // Activation checkpointing (OLMo-core's ac_config; model/act_checkpoint.h): keys
   // model.activation_checkpointing.{mode, block_interval, budget}.
-  std::string ac_mode = "none";
+  model::AcMode ac_mode = model::AcMode::none;
   int64_t ac_block_interval = 0;
   double ac_budget = 1.0;
 };
@@ -54,13 +69,13 @@ struct DataSection {
   int64_t seed = 0;                  // data-loader shuffle seed
   int64_t eos_id = 100257;           // dolma2 <|endoftext|> (eval documents end at it)
   int64_t pad_id = 100277;           // dolma2 <|pad|> (eval instances are padded with it)
-  std::string dataset = "fsl";       // fsl (NumpyFSLDataset) | packed_fsl (NumpyPackedFSLDataset)
+  DatasetKind dataset = DatasetKind::fsl;  // fsl (NumpyFSLDataset) | packed_fsl (NumpyPackedFSLDataset)
   bool generate_doc_lengths = false; // intra-document attention masking (packed_fsl)
   int64_t source_group_size = 1;     // packed_fsl: files packed together
   int64_t source_permutation_seed = 0;
   // Fault injection (src/data/fault_inject.h; tests of the audits only). Refused unless the
   // config says allow_fault_injection: true.
-  std::string inject_fault = "none";  // none | pool | stride | repeat_batch
+  InjectFault inject_fault = InjectFault::none;  // none | pool | stride | repeat_batch ("" = none)
   int64_t fault_start_step = 1;       // first faulty step
   int64_t fault_pool_size = 4;        // pool: instances served over and over
   int64_t fault_stride = 0;           // stride: window stride in tokens (0 = seq_len / 2)
@@ -125,7 +140,7 @@ struct BenchmarksSection {
 };
 
 struct OptimSection {
-  std::string name = "skip_step_adamw";
+  OptimizerKind name = OptimizerKind::skip_step_adamw;
   double lr = 0;
   std::vector<double> betas = {0.9, 0.95};
   double eps = 1e-8;
@@ -174,7 +189,7 @@ struct TrainerSection {
   // count, gradients are averaged over ranks: the mean of per-rank means, which depends on the
   // world size when counts differ, as with packed instances); auto = per_rank for packed_fsl,
   // global for fsl (where every rank has the same count, so both agree).
-  std::string loss_normalization = "auto";
+  LossNormalization loss_normalization = LossNormalization::automatic;
   // Failure behaviour (src/train/trainer.cpp): a step whose loss or gradient is NaN/Inf is always
   // skipped; this many such steps in a row stop the run with an error (0 = never stop).
   int64_t max_nonfinite_steps = 10;
@@ -191,8 +206,9 @@ struct TrainerSection {
 struct DistSection {
   // exact (default): world-size-independent bits (the only such mode, so the default; its
   // measured cost is in bench/results/dist.md); fast: plain fp32, rounding depends on the world.
-  std::string reduce = "exact";      // exact | fast
-  std::string exact_accumulator = "auto";  // auto (dist::local_accumulator) | local (one
+  dist::ReduceMode reduce = dist::ReduceMode::exact;  // exact | fast
+  dist::AccumulatorSetting exact_accumulator = dist::AccumulatorSetting::automatic;
+                                     // auto (dist::local_accumulator) | local (one
                                      // reduction per step, 16 B per parameter) | sharded
                                      // (16 B per parameter / W, one reduction per micro-batch)
   int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
@@ -253,6 +269,15 @@ const std::vector<ChoiceField>& choice_fields();
 const ChoiceField* choice_field(const std::string& key);
 // "a, b or c": the valid values of a choice field, as the error messages print them.
 std::string choice_list(const ChoiceField& f);
+// The name of a choice value (its YAML / checkpoint form).
+const std::string& choice_name(PrecisionSetting v);
+const std::string& choice_name(model::AcMode v);
+const std::string& choice_name(DatasetKind v);
+const std::string& choice_name(InjectFault v);
+const std::string& choice_name(OptimizerKind v);
+const std::string& choice_name(LossNormalization v);
+const std::string& choice_name(dist::ReduceMode v);
+const std::string& choice_name(dist::AccumulatorSetting v);
 
 // Derived quantities (OLMo-core semantics).
 int64_t batch_instances(const Config& c);      // global_batch_tokens / seq_len

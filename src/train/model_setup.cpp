@@ -23,15 +23,13 @@ std::string precision_key(const Config& c) {
 }  // namespace
 
 PrecisionChoice choose_precision(const Config& c) {
-  const std::string& p = c.model.precision;
+  const PrecisionSetting p = c.model.precision;
   PrecisionChoice r;
-  if (p == "fp32") {
+  if (p == PrecisionSetting::fp32) {
     r.why = "model.precision: fp32";
     return r;
   }
-  OLMO_CHECK(p == "bf16_mixed" || p == "auto", precision_key(c), " = '", p,
-             "' must be fp32, bf16_mixed or auto");
-  if (p == "bf16_mixed") {
+  if (p == PrecisionSetting::bf16_mixed) {
     OLMO_CHECK(kernels::bf16_usable(), precision_key(c), " = bf16_mixed, but this CPU has no "
                "native bf16 dot products (AVX512_BF16), or the AVX-512 kernels are turned off "
                "(OLMO_ISA / OLMO_BF16=0): use model.precision=fp32 or auto");
@@ -157,9 +155,9 @@ model::ModelConfig model_config(const Config& c) {
     mc.yarn.variant = model::parse_yarn_variant(m.yarn_variant, "config key 'model.yarn_variant'");
   }
   // As written; `auto` stays unresolved (fp32) here: model_config_for_this_cpu() decides it.
-  mc.precision = m.precision == "bf16_mixed" ? model::Precision::bf16_mixed : model::Precision::fp32;
-  mc.act_ckpt.mode =
-      model::parse_ac_mode(m.ac_mode, "config key 'model.activation_checkpointing.mode'");
+  mc.precision = m.precision == PrecisionSetting::bf16_mixed ? model::Precision::bf16_mixed
+                                                             : model::Precision::fp32;
+  mc.act_ckpt.mode = m.ac_mode;
   mc.act_ckpt.block_interval = m.ac_block_interval;
   mc.act_ckpt.budget = m.ac_budget;
   model::validate(mc, "config section 'model'");

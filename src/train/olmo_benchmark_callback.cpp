@@ -7,6 +7,8 @@
 #include "core/error.h"
 #include "eval/icl_metric.h"
 #include "train/benchmark_callback.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 using nlohmann::json;
 

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "distributed/communicator.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 namespace fs = std::filesystem;
 

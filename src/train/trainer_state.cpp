@@ -1,5 +1,4 @@
-// Complete training state <-> checkpoint directory, and model loading for inference
-// (checkpoint, run dir or HF dir; see trainer.h).
+// Complete training state <-> checkpoint directory (see trainer.h).
 // Checkpoint content (src/ckpt format):
 //   tensors  "<hf name>"                      fp32 weights, HF shapes (rank 0 writes them)
 //            "optim.exp_avg/<hf name>"        AdamW first moment, in the pieces each rank's
@@ -20,8 +19,10 @@
 //            "callbacks"  state of callbacks that keep any
 //            "config"     the resolved YAML of the run that wrote it
 #include <algorithm>
-#include <filesystem>
+#include <memory>
 #include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/fingerprint.h"
@@ -32,11 +33,14 @@
 #include "core/timer.h"
 #include "distributed/fixed_point.h"
 #include "model/config_json.h"
-#include "model/hf_io.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
+#include "optim/skip_step.h"
 #include "train/checkpoint_verify.h"
+#include "train/progress.h"
+#include "train/train_module.h"
 #include "train/trainer.h"
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace olmo::train {
@@ -80,7 +84,7 @@ json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
         if (it != w->fingerprints().end()) part[3 * t + k] = dist::i128(it->second);
       }
   } else {
-    const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
+    const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
     const float* p = model_->params();
     for (size_t t = 0; t < infos.size(); ++t) {
       const auto& info = infos[t];
@@ -88,9 +92,9 @@ json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
       if (a >= b) continue;
       const size_t n = b - a, begin = a - info.offset;
       part[3 * t + 0] = dist::i128(ckpt::fingerprint_partial(p + a, n, begin));
-      part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg() + (a - lo), n, begin));
+      part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(module_->optimizer().exp_avg() + (a - lo), n, begin));
       part[3 * t + 2] =
-          dist::i128(ckpt::fingerprint_partial(adamw_->exp_avg_sq() + (a - lo), n, begin));
+          dist::i128(ckpt::fingerprint_partial(module_->optimizer().exp_avg_sq() + (a - lo), n, begin));
     }
   }
   comm_->allreduce(part.data(), part.size(), dist::Type::i128, dist::Op::sum);
@@ -99,7 +103,7 @@ json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
     for (int k = 0; k < 3; ++k)  // the sum mod 2^64
       tensors[prefix[k] + infos[t].name] = hex64(uint64_t(part[3 * t + k]));
   const json state = state_section_fingerprints(trainer_section(), loader_->state(),
-                                                skip_->state_json(), adamw_->state_json());
+                                                module_->skip_step().state_json(), module_->optimizer().state_json());
   return json{{"version", 1}, {"tensors", tensors}, {"state", state}};
 }
 
@@ -112,8 +116,8 @@ json Trainer::trainer_section() const {
               {"lr0", cfg_.optim.lr},
               {"lr", step_ > 0 ? lr_at(step_) : 0.0},
               {"world", world_},
-              {"dist_reduce", cfg_.dist.reduce},
-              {"scheduler", optim::schedule_config_to_json(schedule_->config())}};
+              {"dist_reduce", choice_name(cfg_.dist.reduce)},
+              {"scheduler", optim::schedule_config_to_json(module_->schedule().config())}};
 }
 
 // After a load: the fingerprint of the state now in memory must equal the one recorded at save
@@ -159,8 +163,9 @@ void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, b
                "continue it on the same schedule, keep trainer.max_steps (or max_tokens) and use "
                "trainer.hard_stop_steps; to change the schedule on purpose, set "
                "trainer.allow_schedule_change=true");
-    schedule_change_ = json{{"kind", "info"}, {"event", "schedule_change"}, {"step", step_},
-                            {"changed", what}, {"from", r.dir()}};
+    schedule_change_ = std::make_unique<json>(json{{"kind", "info"}, {"event", "schedule_change"},
+                                                   {"step", step_}, {"changed", what},
+                                                   {"from", r.dir()}});
   }
   std::vector<std::string> sections;
   if (optim_state) sections.push_back("optim");
@@ -201,19 +206,19 @@ std::string Trainer::save_checkpoint() {
   const float* p = model_->params();
   if (rank_ == 0)
     for (auto& info : model_->params_info()) w->add_tensor(info.name, p + info.offset, info.shape);
-  const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
+  const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
   for (auto& info : model_->params_info()) {
     const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
     if (a >= b) continue;
     for (const ckpt::FlatBlock& blk : ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset)) {
       const size_t at = info.offset + blk.flat_begin - lo;
-      w->add_tensor("optim.exp_avg/" + info.name, adamw_->exp_avg() + at, info.shape, blk.offset,
+      w->add_tensor("optim.exp_avg/" + info.name, module_->optimizer().exp_avg() + at, info.shape, blk.offset,
                     blk.local_shape);
-      w->add_tensor("optim.exp_avg_sq/" + info.name, adamw_->exp_avg_sq() + at, info.shape,
+      w->add_tensor("optim.exp_avg_sq/" + info.name, module_->optimizer().exp_avg_sq() + at, info.shape,
                     blk.offset, blk.local_shape);
     }
   }
-  maybe_test_kill("ckpt");
+  for (auto& cb : callbacks_) cb->on_checkpoint_written(*this);
   const double tf = now_seconds();
   const json fingerprint = state_fingerprint(&*w);  // collective
   // Wall-time share: the collective part, the fingerprinting done inline while writing and the
@@ -229,8 +234,8 @@ std::string Trainer::save_checkpoint() {
     w->add_json("model", model::model_config_to_json(model_->config()));
     w->add_json("fingerprint", fingerprint);
     w->add_json("trainer", trainer_section());
-    w->add_json("optim", adamw_->state_json());
-    w->add_json("skip_step", skip_->state_json());
+    w->add_json("optim", module_->optimizer().state_json());
+    w->add_json("skip_step", module_->skip_step().state_json());
     w->add_json("loader", loader_->state());
     w->add_json("rng", json{{"init_seed", cfg_.trainer.init_seed},
                            {"data_seed", loader_->seed()},
@@ -248,12 +253,13 @@ std::string Trainer::save_checkpoint() {
   comm_->barrier();  // committed: no rank runs ahead of the rename
   comm_->broadcast(dir, 0);
   last_save_.seconds = now_seconds() - t0;
+  for (auto& cb : callbacks_) cb->post_checkpoint(*this, dir);
   return dir;
 }
 
 // This rank's shard of the moments, from whatever pieces the writer's world size produced.
 void Trainer::read_moments(const ckpt::CheckpointReader& r) {
-  const size_t lo = adamw_->shard_begin(), hi = adamw_->shard_end();
+  const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
   for (auto& info : model_->params_info()) {
     const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
     if (a >= b) continue;
@@ -261,7 +267,7 @@ void Trainer::read_moments(const ckpt::CheckpointReader& r) {
       const std::string name = key + info.name;
       OLMO_CHECK(r.has_tensor(name) && r.shape(name) == info.shape, r.dir(), ": tensor '", name,
                  "' missing or of another shape");
-      float* base = std::string(key) == "optim.exp_avg/" ? adamw_->exp_avg() : adamw_->exp_avg_sq();
+      float* base = std::string(key) == "optim.exp_avg/" ? module_->optimizer().exp_avg() : module_->optimizer().exp_avg_sq();
       for (const ckpt::FlatBlock& blk :
            ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset))
         r.read_slice(name, ckpt::DType::f32, base + (info.offset + blk.flat_begin - lo),
@@ -281,35 +287,17 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
   }
   if (optim_state) {
     read_moments(r);
-    adamw_->load_state_json(r.json("optim"));
+    module_->optimizer().load_state_json(r.json("optim"));
   }
   if (trainer_state) {
     const json& t = r.json("trainer");
     step_ = t.at("step").get<int64_t>();
     tokens_seen_ = t.at("tokens_seen").get<int64_t>();
     loader_->load_state(r.json("loader"));
-    skip_->load_state_json(r.json("skip_step"));
-    if (r.has_json("callbacks")) callback_state_ = r.json("callbacks");
+    module_->skip_step().load_state_json(r.json("skip_step"));
+    if (r.has_json("callbacks")) callback_state_ = std::make_unique<json>(r.json("callbacks"));
   }
   verify_loaded(r, optim_state, trainer_state, resume);
-}
-
-std::unique_ptr<model::Olmo3> load_model_for_inference(const std::string& path) {
-  std::string dir = path;
-  if (fs::exists(fs::path(dir) / "config.json"))
-    return std::make_unique<model::Olmo3>(model::load_hf(dir));
-  if (!fs::exists(fs::path(dir) / "COMMITTED")) {
-    auto l = ckpt::latest_complete(dir);
-    OLMO_CHECK(l, path, ": neither a checkpoint (stepN), a run dir with one, nor an HF model dir");
-    dir = *l;
-  }
-  ckpt::CheckpointReader r(dir);
-  // The trained architecture, YaRN included; inference runs the fp32 master weights in fp32.
-  model::ModelConfig mc = model::model_config_from_json(r.json("model"), dir + "/state.json");
-  mc.precision = model::Precision::fp32;
-  auto m = std::make_unique<model::Olmo3>(mc);
-  for (auto& info : m->params_info()) r.read_tensor(info.name, m->params() + info.offset, info.shape);
-  return m;
 }
 
 }  // namespace olmo::train

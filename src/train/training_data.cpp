@@ -31,7 +31,7 @@ std::vector<std::string> training_paths(const Config& c) {
 
 data::DatasetSpec dataset_spec(const Config& c, uint32_t vocab_size) {
   data::DatasetSpec spec;
-  spec.kind = c.data.dataset;
+  spec.kind = choice_name(c.data.dataset);
   spec.paths = training_paths(c);
   spec.seq_len = c.data.seq_len;
   spec.vocab_size = vocab_size;

@@ -12,6 +12,9 @@
 #include "data/eval_dataset.h"
 #include "data/token_paths.h"
 #include "train/audit_callback.h"
+#include "model/olmo3.h"
+#include "train/metrics_log.h"
+#include "train/progress.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -21,7 +21,9 @@
 #include "core/file_io.h"
 #include "model/hf_export.h"
 #include "model/hf_io.h"
+#include "train/inference_model.h"
 #include "train/trainer.h"
+#include "model/olmo3.h"
 
 namespace fs = std::filesystem;
 using namespace olmo;

@@ -258,6 +258,37 @@ TEST(Config, EveryKeyHasADocStringAndChoicesAreKnownKeys) {
   }
 }
 
+// Choice fields are parsed into their enums once, at load: each name selects the enumerator of
+// that meaning, and to_yaml writes the name back (the YAML / checkpoint form).
+TEST(Config, ChoiceNamesParseToTheirEnums) {
+  auto load = [](std::vector<std::string> ov) {
+    return load_config(src("configs/tiny.yaml"), ov);
+  };
+  EXPECT_EQ(load({"model.precision=auto"}).model.precision, PrecisionSetting::automatic);
+  EXPECT_EQ(load({"model.precision=bf16_mixed"}).model.precision, PrecisionSetting::bf16_mixed);
+  EXPECT_EQ(load({"model.precision=fp32"}).model.precision, PrecisionSetting::fp32);
+  EXPECT_EQ(load({"data.dataset=packed_fsl"}).data.dataset, DatasetKind::packed_fsl);
+  EXPECT_EQ(load({"data.inject_fault=repeat_batch"}).data.inject_fault, InjectFault::repeat_batch);
+  EXPECT_EQ(load({"data.inject_fault=stride"}).data.inject_fault, InjectFault::stride);
+  EXPECT_EQ(load({"data.inject_fault=''"}).data.inject_fault, InjectFault::none);  // "" = none
+  EXPECT_EQ(load({"optim.name=adamw"}).optim.name, OptimizerKind::adamw);
+  EXPECT_EQ(load({"trainer.loss_normalization=per_rank"}).trainer.loss_normalization,
+            LossNormalization::per_rank);
+  EXPECT_EQ(load({"trainer.loss_normalization=global"}).trainer.loss_normalization,
+            LossNormalization::global);
+  EXPECT_EQ(load({"dist.reduce=fast"}).dist.reduce, olmo::dist::ReduceMode::fast);
+  EXPECT_EQ(load({"dist.exact_accumulator=sharded"}).dist.exact_accumulator,
+            olmo::dist::AccumulatorSetting::sharded);
+  EXPECT_EQ(load({"dist.exact_accumulator=local"}).dist.exact_accumulator,
+            olmo::dist::AccumulatorSetting::local);
+  for (auto& ch : choice_fields()) {
+    const std::string key = ch.key, leaf = key.substr(key.find('.') + 1);
+    for (auto& v : ch.values)
+      EXPECT_NE(to_yaml(load({key + "=" + v})).find(leaf + ": \"" + v + "\""), std::string::npos)
+          << key << "=" << v;
+  }
+}
+
 // Every choice field refuses a value outside its table, naming the key, the value and every
 // allowed value; every allowed value passes (on configs/tiny.yaml, which validates).
 TEST(Config, ChoiceFieldsAcceptExactlyTheirTable) {

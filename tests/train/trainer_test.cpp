@@ -21,9 +21,13 @@
 #include <random>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/run_lock.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
+#include "model/olmo3.h"
+#include "optim/adamw.h"
+#include "optim/skip_step.h"
 #include "train/callbacks.h"
 #include "train/trainer.h"
 

@@ -1,0 +1,79 @@
+// The hook interface of the training loop (OLMo-core's Callback) and the record of one step.
+// A callback sees the Trainer through its public API only; every hook is a no-op by default.
+// Order of the hooks in a run (Trainer::fit, Trainer::train_step, Trainer::save_checkpoint):
+//   on_resume        once, when the starting state is in memory (fresh, HF, phase or resume:
+//                    Trainer::start_kind()); callbacks the builder registers (the test fault
+//                    switches) get it inside the constructor, those added later at fit()'s start
+//   on_start         fit() begins
+//   per step:  pre_step       this rank's batch, right after the loader produced it and before the
+//                             model sees it; the hook may modify it (audits, data fault injection)
+//              post_backward  after each micro-batch's forward/backward (micro = 0, 1, ... of this
+//                             rank); may modify the loss sums and the gradient buffer
+//              pre_optim      the step's loss, norm and skip decision are known, the optimizer has
+//                             not run
+//              post_step      the update is applied and all-gathered; the result is final (timing
+//                             included); end of train_step()
+//              on_step        after train_step() (logging, evaluation, checkpoints)
+//   checkpoint:  on_checkpoint_written  this rank's checkpoint data is written, not yet committed
+//                post_checkpoint        the checkpoint is committed (dir given)
+//   on_end           fit() ends
+// Callbacks may keep state across a restart by implementing save/load (stored in the
+// checkpoint under "callbacks.<name>").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "data/loader.h"
+
+namespace olmo::kernels {
+struct LossSums;
+}
+
+namespace olmo::train {
+
+struct StepResult {
+  int64_t step = 0;            // 1-based global step just trained
+  double loss = 0;             // CE, token mean over the step
+  double z_loss = 0;           // z_loss_multiplier * mean lse^2 (the added term)
+  double grad_norm = 0;        // pre-clip global L2 norm (NaN if clipping is off)
+  double lr = 0;
+  bool skipped = false;        // skip-step rule fired: no weight/moment/step-count change
+  bool nonfinite = false;      // loss, z-loss or gradient NaN/Inf (on any rank): always skipped
+  std::string nonfinite_what;  // "loss", "gradient" or "loss and gradient"
+  int64_t target_tokens = 0;   // supervised positions this step
+  int64_t batch_tokens = 0;    // G * T
+  int64_t tokens_seen = 0;     // after this step
+  double seconds = 0;          // wall time of this step (data + fwd/bwd + optimizer)
+  double comm_seconds = 0;     // of which inside communication calls
+  double tokens_per_s = 0;
+  double mfu = 0;              // percent: flops_per_token * tokens/s / measured fp32 peak
+  double eta_s = 0;
+  uint64_t batch_hash = 0;     // content hash of the global batch
+  std::vector<int64_t> instance_indices;  // filled when trainer.log_batch_indices
+};
+
+class Trainer;
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  virtual std::string name() const = 0;
+  virtual void on_resume(Trainer&) {}
+  virtual void on_start(Trainer&) {}
+  virtual void pre_step(Trainer&, data::DataLoader::Batch&) {}
+  virtual void post_backward(Trainer&, int64_t /*micro*/, kernels::LossSums&) {}
+  virtual void pre_optim(Trainer&, const StepResult&) {}
+  virtual void post_step(Trainer&, const StepResult&) {}
+  virtual void on_step(Trainer&, const StepResult&) {}
+  virtual void on_checkpoint_written(Trainer&) {}
+  virtual void post_checkpoint(Trainer&, const std::string& /*dir*/) {}
+  virtual void on_end(Trainer&) {}
+  // null = no state.
+  virtual nlohmann::json save() const;
+  virtual void load(const nlohmann::json&) {}
+};
+
+}  // namespace olmo::train

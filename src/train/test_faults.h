@@ -1,0 +1,50 @@
+// The test-only fault switches of a run, attached to the loop as a callback (the step itself
+// holds no fault code). Both are read from the environment once, when the trainer is built.
+//   OLMO_TEST_NAN=KIND:STEP[:COUNT[:RANK]]  (refused unless allow_fault_injection: true)
+//     KIND loss | loss_inf: NaN / Inf into the first micro-batch's CE sum on RANK (default 0)
+//          zloss | zloss_inf: into its z-loss sum only (the CE stays finite)
+//          grad | grad_inf: into one gradient element after that backward
+//          weight: a NaN written into one weight after the update of STEP (the checkpoint
+//                  writer must refuse it)
+//     for COUNT (default 1) steps from STEP (post_backward / post_step hooks).
+//   OLMO_TEST_KILL=<where>:<rank>:<step>  that rank SIGKILLs itself at `where`: start (the
+//     starting state is in memory, step = the step it starts from: on_resume), step (after its
+//     first micro-batch of that step: post_backward), ckpt (its checkpoint shard data written,
+//     not yet committed: on_checkpoint_written) -- the crash tests of tests/distributed and the
+//     kill campaign of tests/train.
+// Cost: a few comparisons per step when set; nothing is installed when neither is set.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "train/callback.h"
+
+namespace olmo::train {
+
+struct Config;
+
+class TestFaults : public Callback {
+ public:
+  // Parses both switches (an OLMO_TEST_NAN without allow_fault_injection is an error); null
+  // when neither is set.
+  static std::unique_ptr<TestFaults> from_env(const Config& cfg, int rank);
+  std::string name() const override { return "test_faults"; }
+  void on_resume(Trainer& t) override { maybe_kill(t, "start"); }
+  void post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) override;
+  void post_step(Trainer& t, const StepResult& r) override;
+  void on_checkpoint_written(Trainer& t) override { maybe_kill(t, "ckpt"); }
+
+ private:
+  void maybe_kill(Trainer& t, const char* where) const;
+  bool nan_active(int64_t step, int rank) const {
+    return !nan_kind_.empty() && rank == nan_rank_ && step >= nan_step_ &&
+           step < nan_step_ + nan_count_;
+  }
+  std::string nan_kind_;   // "" = off
+  int64_t nan_step_ = 0, nan_count_ = 1;
+  int nan_rank_ = 0;
+  std::string kill_spec_;  // "" = off
+};
+
+}  // namespace olmo::train

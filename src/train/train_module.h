@@ -1,0 +1,95 @@
+// The train module (OLMo-core's TransformerTrainModule.train_batch): given this rank's batch of
+// B instances x T tokens and its targets, one optimizer step of the data-parallel model.
+//   count:      total = target tokens != -100 of the GLOBAL batch (all-reduced before the
+//               backward); grad_scale = 1 / total (global normalisation), or per_rank (OLMo-core's
+//               train_batch): grad_scale = 1 / (W * this rank's count), loss = mean over ranks
+//               of per-rank means;
+//   accumulate: per micro-batch of micro_instances: grads = grad_scale * d(ce_sum + z * z_sum);
+//               exact reduce turns each micro-batch's gradient into 128-bit fixed point at once,
+//               fast accumulates in fp32 (dist::GradReducer);
+//   reduce:     this rank's ZeRO shard of the summed gradient; global loss sums;
+//   clip/skip:  global pre-clip L2 norm, clipping to max_grad_norm, the non-finite guard (a
+//               NaN/Inf loss, z-loss or gradient on any rank skips the step) and the skip-step
+//               rule (finite steps only), identical on every rank;
+//   update:     AdamW on this rank's shard (ZeRO-1), all-gather of the parameters (applied
+//               steps only), lr = schedule(lr0, step, t_max).
+// It knows nothing of checkpoints, callbacks, metrics or run dirs: the harness passes two
+// plain functions (after each micro-batch's backward, before the optimizer) for its hooks.
+// Cost: B/micro_instances forward/backward passes, one reduction of P floats (exact: plus a
+// fixed-point conversion per micro-batch), an optimizer pass over P/W floats, one all-gather.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "distributed/zero.h"
+#include "optim/adamw.h"
+#include "optim/schedule.h"
+#include "optim/skip_step.h"
+#include "train/callback.h"
+#include "train/config.h"
+
+namespace olmo::model {
+class Olmo3;
+}
+
+namespace olmo::train {
+
+// The LR schedule of a config (scheduler.*; t_max is schedule_steps(c)).
+optim::ScheduleConfig schedule_config(const Config& c);
+
+struct TrainModuleOptions {
+  int64_t micro_instances = 1;   // instances per micro-batch
+  bool per_rank_loss = false;    // trainer.loss_normalization resolved (see trainer_builder.h)
+  dist::ReduceMode reduce = dist::ReduceMode::exact;
+  bool exact_local = true;       // exact: local (true) or sharded accumulator
+  size_t bucket_elems = 0;       // reduce-scatter bucket, fp32 elements
+  int64_t t_max = 0;             // of the LR schedule
+};
+
+class TrainModule {
+ public:
+  // The harness's hooks inside a step (either may be empty).
+  struct Hooks {
+    std::function<void(int64_t micro, kernels::LossSums&)> post_backward;
+    std::function<void(const StepResult&)> pre_optim;
+  };
+
+  TrainModule(model::Olmo3& model, dist::Communicator& comm, const Config& cfg,
+              const TrainModuleOptions& o);
+  ~TrainModule();
+
+  // One step on this rank's B x T tokens (targets and, when given, document ids alike). Fills
+  // r.loss, z_loss, grad_norm, lr, skipped, nonfinite(_what), target_tokens; returns the
+  // seconds spent in communication outside the reducer (the reducer counts its own).
+  double train_batch(const int32_t* tokens, const int32_t* targets, const int32_t* doc_ids,
+                     int64_t B, int64_t T, int64_t step, StepResult& r, const Hooks& hooks);
+
+  double lr_at(int64_t step) const;
+  const optim::Schedule& schedule() const { return *schedule_; }
+  optim::AdamW& optimizer() { return *adamw_; }
+  const optim::AdamW& optimizer() const { return *adamw_; }
+  optim::SkipStep& skip_step() { return *skip_; }
+  const optim::SkipStep& skip_step() const { return *skip_; }
+  dist::GradReducer& reducer() { return *reducer_; }
+  const dist::GradReducer& reducer() const { return *reducer_; }
+  // Bytes of this rank's reduced-gradient shard buffer (0 when one fast process reduces in place).
+  size_t grad_shard_bytes() const { return shard_grad_.size() * sizeof(float); }
+
+ private:
+  model::Olmo3& model_;
+  dist::Communicator& comm_;
+  TrainModuleOptions o_;
+  float z_coef_ = 0;
+  double max_grad_norm_ = 0, lr0_ = 0;
+  bool skip_rule_ = false;   // optim.name skip_step_adamw with optim.skip_step
+  std::unique_ptr<dist::GradReducer> reducer_;
+  std::vector<float> shard_grad_;  // the reduced gradient of this rank's shard
+  std::unique_ptr<optim::AdamW> adamw_;
+  std::unique_ptr<optim::SkipStep> skip_;
+  std::unique_ptr<optim::Schedule> schedule_;
+};
+
+}  // namespace olmo::train

@@ -1,0 +1,236 @@
+// The setup of a run and the Trainer constructor (see trainer_builder.h).
+#include "train/trainer_builder.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "core/error.h"
+#include "distributed/zero.h"
+#include "model/flops.h"
+#include "model/hf_io.h"
+#include "train/metrics_log.h"
+#include "train/model_setup.h"
+#include "train/progress.h"
+#include "train/resource_limits.h"
+#include "train/step_profiler.h"
+#include "train/trainer.h"
+#include "train/training_data.h"
+
+namespace fs = std::filesystem;
+
+namespace olmo::train {
+
+// Threads per process when nothing says otherwise: the cores shared among this node's ranks.
+static int default_threads(int world) {
+  if (world <= 1 || std::getenv("OMP_NUM_THREADS")) return 0;
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local ? std::max(1, std::atoi(local)) : world;
+  return std::max(1, omp_get_num_procs() / ranks_here);
+}
+
+// The memory plan of this process against the available memory; returns the accumulator choice
+// (dist.exact_accumulator auto may fall back to the sharded one).
+static bool check_memory(const Config& cfg, dist::Communicator& comm, const model::ModelConfig& mc,
+                         int64_t micro_instances, bool exact, int64_t micro_batches,
+                         bool exact_local) {
+  const int world = comm.world();
+  model::MemoryPlan mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact,
+                                            micro_batches, exact_local);
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int64_t here = local ? std::max(1, std::atoi(local)) : 1;
+  // dist.exact_accumulator auto: the sharded accumulator (16 B per parameter / W) where the
+  // local one (16 B per parameter) would not fit; the same bits either way.
+  // Decided together (ranks on different nodes may see different memory).
+  const int64_t avail = available_memory().bytes;
+  if (exact && exact_local && world > 1 && cfg.dist.exact_accumulator == dist::AccumulatorSetting::automatic &&
+      comm.any(avail >= 0 && double(mp.total) * double(here) > double(avail))) {
+    exact_local = false;
+    mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact, micro_batches,
+                            false);
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "dist.exact_accumulator auto: the local accumulator does not fit the "
+                           "available memory, using the sharded one\n");
+  }
+  auto mib = [](int64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
+    return std::string(buf);
+  };
+  check_memory_plan(mp.total, here,
+                    cat("weights ", mib(mp.weights), ", gradients ", mib(mp.grads),
+                        ", AdamW moments ", mib(mp.adam_moments), ", gradient shard ",
+                        mib(mp.grad_shard), ", exact accumulator ", mib(mp.reduce_accumulator),
+                        ", activations ", mib(mp.activations), " for micro-batches of ",
+                        micro_instances, " x ", cfg.data.seq_len, " tokens"));
+  return exact_local;
+}
+
+TrainerParts build_trainer_parts(Config cfg) {
+  TrainerParts p;
+  p.comm = &dist::world_communicator();
+  dist::Communicator& comm = *p.comm;
+  const int rank = p.rank = comm.rank();
+  const int world = p.world = comm.world();
+  validate(cfg, /*check_files=*/true);
+  OLMO_CHECK(cfg.data.processes == 0 || cfg.data.processes == world,
+             "config key 'data.processes' = ", cfg.data.processes, " but the job runs ", world,
+             " process", world == 1 ? "" : "es", " (mpirun -np ", world,
+             "); set data.processes=0 (the launched world) or ", world);
+  cfg.data.processes = world;
+  const int threads = cfg.trainer.threads > 0 ? int(cfg.trainer.threads) : default_threads(world);
+  if (threads > 0) omp_set_num_threads(threads);
+  model::ModelConfig mc = model_config_for_this_cpu(cfg);
+  // precision: auto is probed in each process; all ranks must run one precision (the reduction
+  // and the trajectory assume it), so bf16_mixed only where every rank chose it.
+  if (world > 1 && cfg.model.precision == PrecisionSetting::automatic) {
+    const bool fp32_somewhere = comm.any(mc.precision != model::Precision::bf16_mixed);
+    if (fp32_somewhere) {
+      if (rank == 0 && mc.precision == model::Precision::bf16_mixed)
+        std::fprintf(stderr, "precision: auto -> fp32 on all %d processes (another rank's CPU "
+                     "or probe chose fp32)\n", world);
+      mc.precision = model::Precision::fp32;
+    }
+  }
+  const int64_t micro_instances = cfg.data.micro_batch_tokens / cfg.data.seq_len;
+  const int64_t G = batch_instances(cfg);
+  const int64_t M = G / micro_instances;  // micro-batches per global batch
+  OLMO_CHECK(world <= G, "mpirun -np ", world, ": more processes than instances in a global ",
+             "batch (data.global_batch_tokens / data.seq_len = ", G, ")");
+  OLMO_CHECK(M % world == 0, "mpirun -np ", world, " does not divide the ", M,
+             " micro-batches of a step (data.global_batch_tokens / data.micro_batch_tokens = ",
+             cfg.data.global_batch_tokens, " / ", cfg.data.micro_batch_tokens,
+             "): every process must run the same number of micro-batches");
+  const dist::ReduceMode mode = cfg.dist.reduce;
+  OLMO_CHECK(mode != dist::ReduceMode::exact || M <= dist::kMaxMicroBatches,
+             "config key 'dist.reduce' = exact supports at most ", dist::kMaxMicroBatches,
+             " micro-batches per step, this config has ", M, " (use dist.reduce=fast)");
+
+  bool exact_local = dist::local_accumulator(cfg.dist.exact_accumulator, world, M / world);
+  // Memory plan vs available memory, before the run dir or any large buffer is touched.
+  if (cfg.trainer.check_memory)
+    exact_local = check_memory(cfg, comm, mc, micro_instances, mode == dist::ReduceMode::exact,
+                               M / world, exact_local);
+  p.faults = TestFaults::from_env(cfg, rank);
+
+  // Rank 0 holds the run-dir lock for the whole job.
+  if (rank == 0) p.lock = std::make_unique<ckpt::RunDirLock>(cfg.trainer.run_dir);
+  comm.barrier();
+
+  // Data.
+  data::DatasetSpec spec = dataset_spec(cfg, uint32_t(mc.vocab_size));  // train/training_data.h
+  const LossNormalization ln = cfg.trainer.loss_normalization;
+  TrainModuleOptions o;
+  o.per_rank_loss = ln == LossNormalization::per_rank ||
+                    (ln == LossNormalization::automatic && cfg.data.dataset == DatasetKind::packed_fsl);
+  p.doc_mask = cfg.data.generate_doc_lengths;
+  try {
+    p.dataset = data::open_instance_source(spec);
+  } catch (const Error& e) {
+    throw Error(cat("config key 'data.mix' (", cfg.data.mix, "): ", e.what()));
+  }
+  OLMO_CHECK(p.dataset->size() >= G, "config key 'data.mix' (", cfg.data.mix, "): ",
+             p.dataset->size(), " instances of ", cfg.data.seq_len,
+             " tokens, fewer than one global batch (", G, ")");
+  p.loader = std::make_unique<data::DataLoader>(*p.dataset, G, uint64_t(cfg.data.seed), rank,
+                                                world);
+  // Whole micro-batches per rank: micro-batch j of the global batch is the same instances for
+  // every world size.
+  p.loader->set_rank_chunk(micro_instances);
+  if (cfg.trainer.hard_stop_epochs > 0) p.loader->set_max_epochs(cfg.trainer.hard_stop_epochs);
+
+  p.t_max = train::schedule_steps(cfg);
+  p.total_steps = run_steps(cfg, p.loader->batches_per_epoch());
+
+  p.model = std::make_unique<model::Olmo3>(mc);
+  p.flops_per_token = model::flops_per_token(mc, cfg.data.seq_len);
+  o.micro_instances = micro_instances;
+  o.reduce = mode;
+  o.exact_local = exact_local;
+  o.bucket_elems = size_t(cfg.dist.bucket_mb) * (1u << 20) / sizeof(float);
+  o.t_max = p.t_max;
+  p.module = std::make_unique<TrainModule>(*p.model, comm, cfg, o);
+  p.cfg = std::move(cfg);
+  return p;
+}
+
+Trainer::Trainer(Config cfg) {
+  TrainerParts p = build_trainer_parts(std::move(cfg));
+  cfg_ = std::move(p.cfg);
+  comm_ = p.comm;
+  rank_ = p.rank;
+  world_ = p.world;
+  lock_ = std::move(p.lock);
+  dataset_ = std::move(p.dataset);
+  loader_ = std::move(p.loader);
+  model_ = std::move(p.model);
+  module_ = std::move(p.module);
+  doc_mask_ = p.doc_mask;
+  t_max_ = p.t_max;
+  total_steps_ = p.total_steps;
+  flops_per_token_ = p.flops_per_token;
+  if (p.faults) add_callback(std::move(p.faults));
+  if (cfg_.trainer.profile) add_callback(std::make_unique<StepProfiler>());
+  start();
+}
+
+void Trainer::start() {
+  // Starting state: resume > phase start (load_path) > HF weights > fresh init. Rank 0 chooses
+  // (so every rank restores the same checkpoint) and tells the others.
+  std::string latest, phase_dir;
+  if (rank_ == 0) {
+    auto l = ckpt::latest_complete(cfg_.trainer.run_dir, &warnings_);
+    if (l) latest = *l;
+    if (!l && !cfg_.trainer.load_path.empty()) {
+      phase_dir = cfg_.trainer.load_path;
+      if (!fs::exists(fs::path(phase_dir) / "COMMITTED")) {
+        auto ph = ckpt::latest_complete(phase_dir, &warnings_);
+        phase_dir = ph ? *ph : "";
+      }
+    }
+  }
+  comm_->broadcast(latest, 0);
+  comm_->broadcast(phase_dir, 0);
+  if (!latest.empty()) {
+    restore(latest, true, true, true, /*resume=*/true);
+    start_ = StartKind::resume;
+    start_from_ = latest;
+  } else if (!cfg_.trainer.load_path.empty()) {
+    OLMO_CHECK(!phase_dir.empty(), "config key 'trainer.load_path': no complete checkpoint in ",
+               cfg_.trainer.load_path);
+    restore(phase_dir, true, cfg_.trainer.load_optim_state, cfg_.trainer.load_trainer_state,
+            /*resume=*/false);
+    start_ = StartKind::phase;
+    start_from_ = phase_dir;
+  } else if (!cfg_.trainer.init_from_hf.empty()) {
+    model::load_hf_weights(*model_, cfg_.trainer.init_from_hf);
+    start_ = StartKind::hf_init;
+    start_from_ = cfg_.trainer.init_from_hf;
+  } else {
+    model_->init_weights(uint64_t(cfg_.trainer.init_seed));
+  }
+  for (auto& cb : callbacks_) cb->on_resume(*this);
+  resumed_callbacks_ = callbacks_.size();
+  measure_peak();
+  const std::string mpath = (fs::path(cfg_.trainer.run_dir) / "metrics.jsonl").string();
+  metrics_ = std::make_unique<MetricsLog>(rank_ == 0 ? mpath : std::string());
+  // Records of steps that will be (re)run are dropped: on a resume from step N those after N
+  // (records of N were written before its checkpoint); otherwise (no checkpoint: an earlier
+  // attempt that was killed before its first one) those from the starting step on.
+  metrics_->truncate_after(start_ == StartKind::resume ? step_ : step_ - 1);
+  if (schedule_change_) {
+    metrics_->write(*schedule_change_);
+    warnings_.push_back(cat("the LR schedule changed at this resume (trainer.allow_schedule_change): ",
+                            (*schedule_change_)["changed"].get<std::string>()));
+  }
+  progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : "silent",
+                                         cfg_.trainer.log_interval);
+}
+
+}  // namespace olmo::train
