@@ -40,7 +40,7 @@ bool attention_bf16_native();
 // bf16_mixed's attention (model/olmo3.cpp): the bf16 kernels where attention_bf16_native() and
 // they measure at least 1.1x the fp32 kernels of attention.h in probe_attention_precisions(),
 // else the fp32 kernels (more accurate, and faster on a core whose VDPBF16PS runs at half its
-// FMA rate: 0.71x on Sapphire Rapids; 1.4x on Zen 5, bench/results/attention_bf16.md). Decided
+// FMA rate: 0.71x on Sapphire Rapids; 1.4-1.6x on Zen 5, bench/results/attention_bf16.md). Decided
 // once per process (cached; attention_bf16_why() says how, printed once to stderr). Switches:
 // OLMO_ATTN_BF16=1 (bf16 where native) | 0 (fp32) replaces the probe; set_attention_bf16_override
 // (1 / 0 as the variable, -1 back to env or probe; for tests) replaces both.
