@@ -6,7 +6,8 @@
 // The bf16 attention kernels run after the fp32 ones where AVX512_BF16 is in use ("attn2048":
 // only the full-causal MHA shape of olmo3-190m, T 2048). Percentages of the fp32 FMA peak and
 // of the bf16 VDPBF16PS peak (kernels/peak.h), measured before and after.
-// Usage: bench_attention [attn|attn2048|loss|all|cmp|shapes] [reps] [chunk_rows] [cpu|wall]
+// Usage: bench_attention [attn|attn2048|attndemo|probe|gemmstep|loss|all|cmp|shapes] [reps]
+//                        [chunk_rows] [cpu|wall]
 //        (threads: OMP_NUM_THREADS)
 #include <omp.h>
 
@@ -37,12 +38,6 @@ std::vector<float> randv(size_t n, uint64_t seed, float scale) {
   return v;
 }
 
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 // Best of `reps` runs. The machine is shared (other processes take CPU slices), so besides wall
 // time we report process CPU time / threads: the time the kernel would take with the cores to
 // itself (conservative: OpenMP threads spinning at barriers count as busy).
@@ -52,10 +47,10 @@ double best_of(int reps, F&& f) {
   double best = 1e30, best_wall = 1e30;
   const int nt = omp_get_max_threads();
   for (int r = 0; r < reps; ++r) {
-    double t0 = olmo::now_seconds(), c0 = cpu_seconds();
+    double t0 = olmo::now_seconds(), c0 = olmo::process_cpu_seconds();
     f();
     best_wall = std::min(best_wall, olmo::now_seconds() - t0);
-    best = std::min(best, (cpu_seconds() - c0) / nt);
+    best = std::min(best, (olmo::process_cpu_seconds() - c0) / nt);
   }
   return g_use_cpu ? best : best_wall;
 }
@@ -73,43 +68,54 @@ double peak_cpu_time(bool bf16) {
 
 // fp32 kernels, and where AVX512_BF16 is in use the bf16 kernels (attention_bf16.h) on the same
 // inputs right after them; percentages of the fp32 peak and, for bf16, also of the bf16 peak.
-void bench_attention(int reps, double peak, double peak_bf16, bool only_2048_full) {
-  const int64_t B = 1, T = 2048, H = 12, hd = 64;
-  for (int64_t KV : {int64_t(12), int64_t(4)})
-    for (int64_t w : {int64_t(0), int64_t(1024), int64_t(256)}) {
-      if (only_2048_full && (KV != H || w != 0)) continue;
-      AttnShape s{B, T, H, KV, hd, w};
-      auto q = randv(B * T * H * hd, 1, 1.0f), k = randv(B * T * KV * hd, 2, 1.0f),
-           v = randv(B * T * KV * hd, 3, 1.0f), g = randv(B * T * H * hd, 4, 1.0f);
-      std::vector<float> o(q.size()), l(B * H * T), dq(q.size()), dk(k.size()), dv(v.size());
-      const double pairs = double(attention_visible_pairs(s, nullptr)) * H;
-      const double ff = 4 * hd * pairs, fb = 8 * hd * pairs;
-      for (bool bf : {false, true}) {
-        if (bf && !attention_bf16_native()) continue;
-        const auto fwd = bf ? attention_forward_bf16 : attention_forward;
-        const auto bwd = bf ? attention_backward_bf16 : attention_backward;
-        const double tf = best_of(reps, [&] {
+// Shapes: "attn" olmo3-190m's T 2048 (MHA and GQA, full and windowed), "attn2048" its full
+// MHA layer only, "attndemo" configs/demo.yaml's micro-batch (4 x 256 tokens, 2 heads of 64,
+// full and window 64; each timing covers `inner` = 20 calls, the figures are per call).
+void bench_attention(int reps, double peak, double peak_bf16, const std::string& set) {
+  std::vector<AttnShape> shapes;
+  if (set == "attndemo") {
+    shapes = {{4, 256, 2, 2, 64, 0}, {4, 256, 2, 2, 64, 64}};
+  } else {
+    for (int64_t KV : {int64_t(12), int64_t(4)})
+      for (int64_t w : {int64_t(0), int64_t(1024), int64_t(256)})
+        if (set != "attn2048" || (KV == 12 && w == 0)) shapes.push_back({1, 2048, 12, KV, 64, w});
+  }
+  const int inner = set == "attndemo" ? 20 : 1;
+  for (const AttnShape& s : shapes) {
+    const int64_t B = s.B, T = s.T, H = s.H, KV = s.KV, hd = s.hd, w = s.window;
+    auto q = randv(B * T * H * hd, 1, 1.0f), k = randv(B * T * KV * hd, 2, 1.0f),
+         v = randv(B * T * KV * hd, 3, 1.0f), g = randv(B * T * H * hd, 4, 1.0f);
+    std::vector<float> o(q.size()), l(B * H * T), dq(q.size()), dk(k.size()), dv(v.size());
+    const double pairs = double(attention_visible_pairs(s, nullptr)) * H;
+    const double ff = 4 * hd * pairs, fb = 8 * hd * pairs;
+    for (bool bf : {false, true}) {
+      if (bf && !attention_bf16_native()) continue;
+      const auto fwd = bf ? attention_forward_bf16 : attention_forward;
+      const auto bwd = bf ? attention_backward_bf16 : attention_backward;
+      const double tf = best_of(reps, [&] {
+        for (int i = 0; i < inner; ++i)
           fwd(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data());
-        });
-        const double tb = best_of(reps, [&] {
-          bwd(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data(), g.data(), dq.data(),
-              dk.data(), dv.data());
-        });
-        const double pk = bf ? peak_bf16 : peak;
-        std::printf(
-            "attention %s B=%lld T=%lld H=%lld KV=%lld hd=%lld window=%-5lld fwd %6.2f ms %6.1f "
-            "GFLOP/s (%4.1f%%)  bwd %6.2f ms %6.1f GFLOP/s (%4.1f%%)  fwd+bwd %6.1f GFLOP/s "
-            "(%4.1f%% of the fp32 peak",
-            bf ? "bf16" : "fp32", (long long)B, (long long)T, (long long)H, (long long)KV,
-            (long long)hd, (long long)w, tf * 1e3, ff / tf * 1e-9, 100 * ff / tf * 1e-9 / peak,
-            tb * 1e3, fb / tb * 1e-9, 100 * fb / tb * 1e-9 / peak, (ff + fb) / (tf + tb) * 1e-9,
-            100 * (ff + fb) / (tf + tb) * 1e-9 / peak);
-        if (bf)
-          std::printf(", %4.1f%% of the bf16 peak", 100 * (ff + fb) / (tf + tb) * 1e-9 / pk);
-        std::printf(")\n");
-        std::fflush(stdout);
-      }
+      }) / inner;
+      const double tb = best_of(reps, [&] {
+        for (int i = 0; i < inner; ++i)
+          bwd(s, q.data(), k.data(), v.data(), nullptr, o.data(), l.data(), g.data(),
+              dq.data(), dk.data(), dv.data());
+      }) / inner;
+      const double pk = bf ? peak_bf16 : peak;
+      std::printf(
+          "attention %s B=%lld T=%lld H=%lld KV=%lld hd=%lld window=%-5lld fwd %6.2f ms %6.1f "
+          "GFLOP/s (%4.1f%%)  bwd %6.2f ms %6.1f GFLOP/s (%4.1f%%)  fwd+bwd %6.1f GFLOP/s "
+          "(%4.1f%% of the fp32 peak",
+          bf ? "bf16" : "fp32", (long long)B, (long long)T, (long long)H, (long long)KV,
+          (long long)hd, (long long)w, tf * 1e3, ff / tf * 1e-9, 100 * ff / tf * 1e-9 / peak,
+          tb * 1e3, fb / tb * 1e-9, 100 * fb / tb * 1e-9 / peak, (ff + fb) / (tf + tb) * 1e-9,
+          100 * (ff + fb) / (tf + tb) * 1e-9 / peak);
+      if (bf)
+        std::printf(", %4.1f%% of the bf16 peak", 100 * (ff + fb) / (tf + tb) * 1e-9 / pk);
+      std::printf(")\n");
+      std::fflush(stdout);
     }
+  }
 }
 
 // In-run anchor: oneDNN fp32 gemm at a training shape (2048 x 2304 x 768, a fused QKV
@@ -199,6 +205,72 @@ void bench_loss_compare(int reps, int64_t chunk, bool loss_variants) {
     std::fflush(stdout);
   }
 }
+// Every GEMM shape of one olmo3-190m step at seq 2048 (2048 tokens; d 768, FFN 3072, V 100352,
+// LM head in row chunks of 416 = chunk_rows auto at this shape), as model/olmo3.cpp calls them
+// (profiler key M x N x K; ta, tb), fp32 (gemm) and bf16 (gemm_bf16 on bf16 inputs) timed back
+// to back, alternating fp32 / bf16 rep by rep; then the remedies: fused QKV (one 2048x2304x768
+// instead of three 2048x768x768), fused gate/up (2048x6144x768 instead of two 2048x3072x768) and
+// their backward data / weight GEMMs, and LM-head row chunks 160..1024 (per-row-of-logits cost).
+// "gemmstep": GFLOP/s per shape and % of the fp32 / bf16 peaks.
+struct StepGemm {
+  const char* what;
+  bool ta, tb;
+  int64_t M, N, K;
+  int calls;  // per step (12 layers; LM head: chunks of 416 rows)
+};
+void bench_step_gemms(int reps, double peak, double peak_bf16) {
+  const StepGemm shapes[] = {
+      {"q,k,v,o fwd x W^T", false, true, 2048, 768, 768, 48},
+      {"q,k,v,o dx dy W", false, false, 2048, 768, 768, 48},
+      {"q,k,v,o dW dy^T x", true, false, 768, 768, 2048, 48},
+      {"gate,up fwd", false, true, 2048, 3072, 768, 24},
+      {"down dx", false, false, 2048, 3072, 768, 12},
+      {"down fwd", false, true, 2048, 768, 3072, 12},
+      {"gate,up dx", false, false, 2048, 768, 3072, 24},
+      {"gate,up dW", true, false, 3072, 768, 2048, 24},
+      {"down dW", true, false, 768, 3072, 2048, 12},
+      {"lm fwd (416 rows)", false, true, 416, 100352, 768, 5},
+      {"lm dx (416 rows)", false, false, 416, 768, 100352, 5},
+      {"lm dW (416 rows)", true, false, 100352, 768, 416, 5},
+      // remedies
+      {"fused qkv fwd", false, true, 2048, 2304, 768, 12},
+      {"fused qkv dx", false, false, 2048, 768, 2304, 12},
+      {"fused qkv dW", true, false, 2304, 768, 2048, 12},
+      {"fused gate-up fwd", false, true, 2048, 6144, 768, 12},
+      {"fused gate-up dx", false, false, 2048, 768, 6144, 12},
+      {"fused gate-up dW", true, false, 6144, 768, 2048, 12},
+      {"lm fwd (160 rows)", false, true, 160, 100352, 768, 13},
+      {"lm dx (160 rows)", false, false, 160, 768, 100352, 13},
+      {"lm dW (160 rows)", true, false, 100352, 768, 160, 13},
+      {"lm fwd (1024 rows)", false, true, 1024, 100352, 768, 2},
+      {"lm dx (1024 rows)", false, false, 1024, 768, 100352, 2},
+      {"lm dW (1024 rows)", true, false, 100352, 768, 1024, 2},
+  };
+  for (const StepGemm& g : shapes) {
+    const int64_t na = g.M * g.K, nb = g.K * g.N, nc = g.M * g.N;
+    auto a = randv(size_t(na), 11, 1.0f), b = randv(size_t(nb), 12, 0.05f);
+    std::vector<float> c(size_t(nc), 0.0f);
+    std::vector<bf16_t> ab(static_cast<size_t>(na)), bb(static_cast<size_t>(nb));
+    f32_to_bf16(a.data(), ab.data(), na);
+    f32_to_bf16(b.data(), bb.data(), nb);
+    const float beta = g.ta ? 1.0f : 0.0f;  // weight gradients accumulate
+    auto f32 = [&] { gemm(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a.data(), b.data(), beta, c.data()); };
+    auto b16 = [&] {
+      gemm_bf16(g.ta, g.tb, g.M, g.N, g.K, 1.0f, ab.data(), bb.data(), beta, c.data());
+    };
+    f32(), b16();  // primitive creation, first touch
+    double tf = 1e30, tb = 1e30;
+    for (int r = 0; r < reps; ++r)
+      tf = std::min(tf, best_of(1, f32)), tb = std::min(tb, best_of(1, b16));
+    const double fl = 2.0 * double(g.M) * double(g.N) * double(g.K);
+    std::printf("gemm %-20s ta=%d tb=%d %6lldx%6lldx%6lld x%2d/step  fp32 %6.1f GFLOP/s (%5.1f%%) "
+                "%7.1f ms/step  bf16 %6.1f GFLOP/s (%5.1f%%) %7.1f ms/step\n",
+                g.what, int(g.ta), int(g.tb), (long long)g.M, (long long)g.N, (long long)g.K,
+                g.calls, fl / tf * 1e-9, 100 * fl / tf * 1e-9 / peak, tf * g.calls * 1e3,
+                fl / tb * 1e-9, 100 * fl / tb * 1e-9 / peak_bf16, tb * g.calls * 1e3);
+    std::fflush(stdout);
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,8 +288,18 @@ int main(int argc, char** argv) {
                 "bf16 %.1f GFLOP/s\n", p0, b0);
   }
   bench_gemm_anchor(reps, p0);
-  if (what == "attn" || what == "attn2048" || what == "all")
-    bench_attention(reps, p0, b0, what == "attn2048");
+  if (what == "attn" || what == "attn2048" || what == "attndemo" || what == "all")
+    bench_attention(reps, p0, b0, what == "all" ? "attn" : what);
+  if (what == "gemmstep") bench_step_gemms(reps, p0, b0);
+  if (what == "probe")  // bf16_mixed's attention choice (attention_bf16.h) at several shapes
+    for (AttnShape s : {AttnShape{1, 1024, 4, 4, 64, 0}, AttnShape{1, 2048, 4, 4, 64, 0},
+                        AttnShape{1, 2048, 12, 12, 64, 0}}) {
+      const AttnProbe p = probe_attention_precisions(s, reps);
+      std::printf("probe B=1 T=%lld H=%lld hd=64: fwd+bwd fp32 %.1f bf16 %.1f GFLOP/s, %.2fx\n",
+                  (long long)s.T, (long long)s.H, p.fp32_gflops, p.bf16_gflops,
+                  p.bf16_gflops / p.fp32_gflops);
+      std::fflush(stdout);
+    }
   if (what == "loss" || what == "all") bench_loss(reps, p0, chunk);
   if (what == "cmp" || what == "shapes") bench_loss_compare(reps, chunk, what == "cmp");
   std::printf("peak(after)=%.1f GFLOP/s bf16 peak(after)=%.1f GFLOP/s\n",

@@ -1,9 +1,20 @@
 // bf16 attention entry points (contract in attention_bf16.h): validate the shape, open the
 // profiler scope and run the AVX512_BF16 kernels (attention_bf16_avx512bf16.cpp) where
-// cpu_has_bf16(), else the fp32 kernels of attention.h.
+// cpu_has_bf16(), else the fp32 kernels of attention.h. Also bf16_mixed's measured choice
+// between the two (attention_bf16_chosen: env switch, test override, or the start-up probe).
 #include "kernels/attention_bf16.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
 #include "core/profile.h"
+#include "core/timer.h"
 #include "kernels/attention_mask.h"
 #include "kernels/bf16.h"
 
@@ -18,6 +29,99 @@ void attention_bwd_bf16(const AttnShape& s, const float* q, const float* k, cons
 }  // namespace isa_avx512bf16
 
 bool attention_bf16_native() { return cpu_has_bf16(); }
+
+AttnProbe probe_attention_precisions(const AttnShape& s, int reps) {
+  check_attn_shape(s);
+  OLMO_CHECK(reps > 0, "probe_attention_precisions: reps must be positive");
+  AttnProbe r{s, 0, 0};
+  const int64_t nq = s.B * s.T * s.H * s.hd, nk = s.B * s.T * s.KV * s.hd;
+  const size_t zq = static_cast<size_t>(nq), zk = static_cast<size_t>(nk);
+  std::vector<float> q(zq), g(zq), o(zq), dq(zq), k(zk), v(zk), dk(zk), dv(zk);
+  std::vector<float> lse(static_cast<size_t>(s.B * s.H * s.T));
+  for (size_t i = 0; i < zq; ++i)
+    q[i] = float(int(i % 17) - 8) * 0.1f, g[i] = float(int(i % 7) - 3) * 0.1f;
+  for (size_t i = 0; i < zk; ++i)
+    k[i] = float(int(i % 13) - 6) * 0.1f, v[i] = float(int(i % 11) - 5) * 0.1f;
+  const double flops = 3.0 * attention_flops(s);
+  auto best = [&](bool bf) {
+    auto call = [&] {
+      if (bf) {
+        isa_avx512bf16::attention_fwd_bf16(s, q.data(), k.data(), v.data(), nullptr, o.data(),
+                                           lse.data());
+        isa_avx512bf16::attention_bwd_bf16(s, q.data(), k.data(), v.data(), nullptr, o.data(),
+                                           lse.data(), g.data(), dq.data(), dk.data(), dv.data());
+      } else {
+        attention_forward(s, q.data(), k.data(), v.data(), nullptr, o.data(), lse.data());
+        attention_backward(s, q.data(), k.data(), v.data(), nullptr, o.data(), lse.data(),
+                           g.data(), dq.data(), dk.data(), dv.data());
+      }
+    };
+    return flops / best_seconds(reps, call, thread_cpu_seconds) * 1e-9;
+  };
+  const bool was = profile::enabled();  // the probe's calls are no part of a profiled step
+  profile::enable(false);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);  // one thread, timed in its own CPU time: see attention_bf16.h
+  for (int round = 0; round < 3; ++round) {
+    r.fp32_gflops = std::max(r.fp32_gflops, best(false));
+    if (attention_bf16_native()) r.bf16_gflops = std::max(r.bf16_gflops, best(true));
+  }
+  omp_set_num_threads(threads);
+  profile::enable(was);
+  return r;
+}
+
+namespace {
+int g_attn_override = -1;
+std::mutex g_attn_mu;
+bool g_attn_decided = false, g_attn_choice = false;
+std::string g_attn_why;
+
+// Env switch, else the probe; once per process (the test override bypasses the cache).
+void decide_attention() {
+  std::lock_guard<std::mutex> lock(g_attn_mu);
+  if (g_attn_decided) return;
+  const char* e = std::getenv("OLMO_ATTN_BF16");
+  if (e && *e) {
+    OLMO_CHECK(!std::strcmp(e, "0") || !std::strcmp(e, "1"), "OLMO_ATTN_BF16 = '", e,
+               "' must be 0 (fp32 attention) or 1 (bf16 attention where native)");
+    g_attn_choice = e[0] == '1' && attention_bf16_native();
+    g_attn_why = cat("attention (bf16_mixed): ", g_attn_choice ? "bf16" : "fp32",
+                     " kernels (OLMO_ATTN_BF16=", e, g_attn_choice || e[0] == '0' ? ")" :
+                     "; no AVX512_BF16 in use)");
+  } else if (!attention_bf16_native()) {
+    g_attn_why = "attention (bf16_mixed): fp32 kernels (no AVX512_BF16 in use)";
+  } else {
+    const AttnProbe p = probe_attention_precisions();
+    g_attn_choice = p.bf16_gflops >= 1.1 * p.fp32_gflops;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "attention (bf16_mixed): %s kernels (probe T=%lld H=%lld hd=%lld fwd+bwd: bf16 "
+                  "%.0f GFLOP/s vs fp32 %.0f, %.2fx; bf16 needs >= 1.10x)",
+                  g_attn_choice ? "bf16" : "fp32", (long long)p.s.T, (long long)p.s.H,
+                  (long long)p.s.hd, p.bf16_gflops, p.fp32_gflops, p.bf16_gflops / p.fp32_gflops);
+    g_attn_why = buf;
+  }
+  std::fprintf(stderr, "%s\n", g_attn_why.c_str());
+  g_attn_decided = true;
+}
+}  // namespace
+
+bool attention_bf16_chosen() {
+  if (g_attn_override >= 0) return g_attn_override == 1 && attention_bf16_native();
+  decide_attention();
+  return g_attn_choice;
+}
+
+std::string attention_bf16_why() {
+  if (g_attn_override >= 0)
+    return cat("attention (bf16_mixed): ", attention_bf16_chosen() ? "bf16" : "fp32",
+               " kernels (test override)");
+  decide_attention();
+  return g_attn_why;
+}
+
+void set_attention_bf16_override(int mode) { g_attn_override = mode; }
 
 void attention_forward_bf16(const AttnShape& s, const float* q, const float* k, const float* v,
                             const int32_t* doc_ids, float* out, float* lse) {

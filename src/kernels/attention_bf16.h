@@ -27,6 +27,7 @@
 // instruction), plus O(T * hd) conversions per (b, head).
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "kernels/attention.h"
 
@@ -35,6 +36,31 @@ namespace olmo::kernels {
 // True when attention_*_bf16 run the bf16 kernels (cpu_has_bf16()), false when they fall back
 // to the fp32 kernels.
 bool attention_bf16_native();
+
+// bf16_mixed's attention (model/olmo3.cpp): the bf16 kernels where attention_bf16_native() and
+// they measure at least 1.1x the fp32 kernels of attention.h in probe_attention_precisions(),
+// else the fp32 kernels (more accurate, and faster on a core whose VDPBF16PS runs at half its
+// FMA rate: 0.71x on Sapphire Rapids; 1.4-1.6x on Zen 5, bench/results/attention_bf16.md). Decided
+// once per process (cached; attention_bf16_why() says how, printed once to stderr). Switches:
+// OLMO_ATTN_BF16=1 (bf16 where native) | 0 (fp32) replaces the probe; set_attention_bf16_override
+// (1 / 0 as the variable, -1 back to env or probe; for tests) replaces both.
+bool attention_bf16_chosen();
+std::string attention_bf16_why();
+void set_attention_bf16_override(int mode);
+
+// Single-thread GFLOP/s forward + backward (attention_flops(s): 1x forward + 2x backward) of the
+// fp32 kernels and of the bf16 kernels at shape s, best of `reps` after one untimed call each,
+// interleaved three times so a burst of load on a shared machine does not favour one side. One
+// OpenMP thread timed in its own CPU time (core/timer.h): on the shared 2-core machine of
+// 2026-12-04 (load 17) wall time gave 0.82x and process CPU time / threads 0.74-2.65x (a thread
+// preempted inside a parallel region stalls its peer, which sleeps uncounted) where the
+// kernels' ratio is 1.4-1.7x; bf16_gflops = 0 where !attention_bf16_native(). Not profiled.
+// Default shape: ~0.15 s on one Zen 5 core.
+struct AttnProbe {
+  AttnShape s{};
+  double fp32_gflops = 0, bf16_gflops = 0;
+};
+AttnProbe probe_attention_precisions(const AttnShape& s = {1, 1024, 4, 4, 64, 0}, int reps = 3);
 
 void attention_forward_bf16(const AttnShape& s, const float* q, const float* k, const float* v,
                             const int32_t* doc_ids, float* out, float* lse);

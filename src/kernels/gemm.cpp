@@ -192,16 +192,7 @@ GemmProbe probe_gemm_precisions(int64_t M, int64_t N, int64_t K, int reps) {
   f32_to_bf16(x.data(), xb.data(), int64_t(x.size()));
   f32_to_bf16(w.data(), wb.data(), int64_t(w.size()));
   const double flops = 2.0 * double(M) * double(N) * double(K);
-  auto best = [&](auto&& call) {
-    call();  // untimed: primitive creation, first touch
-    double b = 1e30;
-    for (int i = 0; i < reps; ++i) {
-      const double t0 = now_seconds();
-      call();
-      b = std::min(b, now_seconds() - t0);
-    }
-    return flops / b * 1e-9;
-  };
+  auto best = [&](auto&& call) { return flops / best_seconds(reps, call, now_seconds) * 1e-9; };
   // Interleaved twice so a burst of load on the shared machine does not favour one side.
   for (int round = 0; round < 2; ++round) {
     r.fp32_gflops = std::max(r.fp32_gflops, best([&] {

@@ -276,7 +276,7 @@ void Olmo3::block_forward(int64_t l, const int32_t* doc_ids, int64_t B, int64_t 
   rope_forward(a.q, B, T, H, hd, rope_for(l));
   rope_forward(a.k, B, T, KV, hd, rope_for(l));
   AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
-  if (bf16())
+  if (bf16() && attention_bf16_chosen())
     attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
   else
     attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
@@ -334,7 +334,7 @@ void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, i
       mm(false, false, N, Q, D, dy, weight(w.o), 0.0f, A.Q1);
     }
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
-    if (bf16())
+    if (bf16() && attention_bf16_chosen())
       attention_backward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
     else
       attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);

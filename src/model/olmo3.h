@@ -24,8 +24,8 @@
 // (kernels::gemm_bf16), in the forward and in both backward GEMMs; weight gradients accumulate
 // in fp32 (beta = 1 into grads(), across micro-batches too). Attention runs its products in
 // bf16 as autocast's SDPA does (kernels/attention_bf16.h: q, k, v, dO, P and dS rounded to bf16,
-// fp32 accumulation, softmax in fp32, fp32 out; the fp32 kernels where AVX512_BF16 is not in
-// use). Embedding, RMSNorm, RoPE, SwiGLU, the residual stream, the loss and z-loss stay fp32.
+// fp32 accumulation, softmax in fp32, fp32 out) where kernels::attention_bf16_chosen() (native
+// and measured faster than the fp32 kernels on this CPU), else the fp32 kernels. Embedding, RMSNorm, RoPE, SwiGLU, the residual stream, the loss and z-loss stay fp32.
 // The bf16 weight copy is refreshed on the first forward after params() was handed out non-const (the
 // optimizer step, a checkpoint load), i.e. once per optimizer step, not per micro-batch.
 // Extra memory: 2 bytes per matrix parameter plus 4 bf16 scratch buffers of N x max(D, F, Q).

@@ -13,6 +13,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "distributed/zero.h"
+#include "kernels/attention_bf16.h"
 #include "model/flops.h"
 #include "model/hf_io.h"
 #include "train/metrics_log.h"
@@ -97,6 +98,16 @@ TrainerParts build_trainer_parts(Config cfg) {
                      "or probe chose fp32)\n", world);
       mc.precision = model::Precision::fp32;
     }
+  }
+  // bf16_mixed's attention kernels are chosen per process by a start-up probe
+  // (kernels::attention_bf16_chosen); every rank must run the same ones, so bf16 attention only
+  // where every rank chose it.
+  if (world > 1 && mc.precision == model::Precision::bf16_mixed &&
+      comm.any(!kernels::attention_bf16_chosen())) {
+    if (rank == 0 && kernels::attention_bf16_chosen())
+      std::fprintf(stderr, "attention: fp32 kernels on all %d processes (another rank's CPU or "
+                   "probe chose them)\n", world);
+    kernels::set_attention_bf16_override(0);
   }
   const int64_t micro_instances = cfg.data.micro_batch_tokens / cfg.data.seq_len;
   const int64_t G = batch_instances(cfg);

@@ -9,6 +9,12 @@ the test fails when the case it tests did not happen:
    bit for bit, a 2-process run with model.precision=fp32.
 2. Agreement: both ranks' probes say bf16: the job runs bf16_mixed (start record), and its
    losses are not the fp32 run's (bf16 rounding really ran) but stay within 1e-3 of them.
+3. bf16_mixed's attention kernels, also chosen per process (kernels::attention_bf16_chosen):
+   rank 0 forced to the bf16 kernels (OLMO_ATTN_BF16=1), rank 1 to the fp32 ones (=0): the job
+   runs the fp32 kernels on both ranks (rank 0's "attention: fp32 kernels on all 2 processes")
+   and its losses equal, bit for bit, a job whose ranks both run the fp32 kernels; both ranks on
+   bf16 kernels give other losses (the kernels really differ). Needs native AVX512_BF16 (bf16
+   attention kernels exist only there): skipped without it.
 """
 import os
 import shutil
@@ -22,11 +28,11 @@ import dist_util as du  # noqa: E402
 BF16 = ["OLMO_TEST_PRECISION_PROBE=bf16", "OLMO_BF16=emulate"]  # emulate: only without native
 
 
-def run_auto(tmp, data, name, envs):
-    """A 2-process model.precision=auto job, rank r started under `env envs[r]`."""
+def run_auto(tmp, data, name, envs, precision="auto"):
+    """A 2-process model.precision=PRECISION job, rank r started under `env envs[r]`."""
     exe = os.environ.get("OLMO_BIN", "build/olmo")
     run = os.path.join(tmp, name)
-    ov = du.base_overrides(data, run, steps=3, extra=["model.precision=auto"])
+    ov = du.base_overrides(data, run, steps=3, extra=[f"model.precision={precision}"])
     cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root"]
     for r, env in enumerate(envs):
         cmd += ([":"] if r else []) + ["-np", "1", "env", *env, exe, "train", du.td.tiny_config(),
@@ -81,6 +87,23 @@ def main():
         fails.append(f"agree: losses {rel:.2e} (relative) from the fp32 run's, want <= 1e-3")
     print(f"agree: job precision {rec.get('precision')}; max loss difference from fp32 "
           f"{rel:.2e} (relative)")
+    # 3. ranks disagree on the attention kernels
+    if "avx512_bf16" in open("/proc/cpuinfo").read():
+        both32 = du.steps(run_auto(tmp, data, "attn32", [["OLMO_ATTN_BF16=0"]] * 2, "bf16_mixed")[0])
+        both16 = du.steps(run_auto(tmp, data, "attn16", [["OLMO_ATTN_BF16=1"]] * 2, "bf16_mixed")[0])
+        run, p = run_auto(tmp, data, "attn_disagree", [["OLMO_ATTN_BF16=1"], ["OLMO_ATTN_BF16=0"]],
+                          "bf16_mixed")
+        mixed = du.steps(run)
+        if both16 == both32:
+            fails.append("attention: bf16 and fp32 kernels gave equal losses: case not tested")
+        if "attention: fp32 kernels on all 2 processes" not in p.stderr:
+            fails.append("attention: no agreement message:\n" + p.stderr[-2000:])
+        if mixed != both32:
+            fails.append(f"attention: disagreeing ranks' losses {mixed} differ from the fp32 "
+                         f"kernels' {both32}")
+        print(f"attention: disagreeing ranks run the fp32 kernels, bitwise: {mixed == both32}")
+    else:
+        print("attention case skipped: no native AVX512_BF16 (no bf16 attention kernels)")
     if fails:
         for f in fails:
             print("FAIL:", f)

@@ -285,3 +285,31 @@ TEST(AttentionBf16, FallsBackToFp32WithoutAvx512Bf16) {
     EXPECT_TRUE(b.o == f.o && b.l == f.l && b.dq == f.dq && b.dk == f.dk && b.dv == f.dv);
   }
 }
+
+// bf16_mixed's choice (attention_bf16_chosen): the probe measures both kernels (bf16 only where
+// native), the test override decides over env and probe, and never picks bf16 without native
+// bf16.
+TEST(AttentionBf16, ChoiceProbeAndOverride) {
+  struct Reset {
+    ~Reset() { set_attention_bf16_override(-1); }
+  } reset;
+  const AttnProbe p = probe_attention_precisions({1, 128, 2, 1, 64, 0}, 1);
+  EXPECT_GT(p.fp32_gflops, 0.0);
+  if (attention_bf16_native()) {
+    EXPECT_GT(p.bf16_gflops, 0.0);
+  } else {
+    EXPECT_EQ(p.bf16_gflops, 0.0);
+  }
+  set_attention_bf16_override(0);
+  EXPECT_FALSE(attention_bf16_chosen());
+  set_attention_bf16_override(1);
+  EXPECT_EQ(attention_bf16_chosen(), attention_bf16_native());
+  EXPECT_NE(attention_bf16_why().find("test override"), std::string::npos);
+  set_attention_bf16_override(-1);
+  const std::string why = attention_bf16_why();  // env switch or the probe, once per process
+  EXPECT_EQ(why.find("attention (bf16_mixed): "), 0u) << why;
+  EXPECT_EQ(attention_bf16_chosen(), attention_bf16_chosen());
+  if (!attention_bf16_native()) {
+    EXPECT_FALSE(attention_bf16_chosen());
+  }
+}

@@ -13,6 +13,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "kernels/attention_bf16.h"
 #include "kernels/bf16.h"
 #include "model/olmo3.h"
 
@@ -161,4 +162,30 @@ TEST(Precision, Bf16RefusedWithoutNativeBf16) {
     EXPECT_NE(msg.find("AVX512_BF16"), std::string::npos) << msg;
   }
   Olmo3 ok(cfg(Precision::fp32));  // fp32 is always fine
+}
+
+// bf16_mixed runs attention in bf16 only where kernels::attention_bf16_chosen(): with the choice
+// forced to the fp32 kernels the loss moves (the bf16 attention kernels really ran before) and
+// still tracks the fp32 model; without native bf16 the choice changes nothing, bit for bit.
+TEST(Precision, Bf16AttentionFollowsTheMeasuredChoice) {
+  NEED_BF16();
+  struct Reset {
+    ~Reset() { olmo::kernels::set_attention_bf16_override(-1); }
+  } reset;
+  Batch x(7);
+  auto loss = [&](Precision p, int attn) {
+    olmo::kernels::set_attention_bf16_override(attn);
+    Olmo3 m(cfg(p));
+    m.init_weights(8);
+    return m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0).ce_sum;
+  };
+  const double f = loss(Precision::fp32, 0), b1 = loss(Precision::bf16_mixed, 1),
+               b0 = loss(Precision::bf16_mixed, 0);
+  if (olmo::kernels::attention_bf16_native()) {
+    EXPECT_NE(b1, b0);
+  } else {
+    EXPECT_EQ(b1, b0);
+  }
+  EXPECT_LT(std::fabs(b0 - f) / f, 2e-3);
+  EXPECT_LT(std::fabs(b1 - f) / f, 2e-3);
 }
