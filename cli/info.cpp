@@ -12,6 +12,7 @@
 #include "command.h"
 #include "ckpt/checkpoint.h"
 #include "core/file_io.h"
+#include "core/format.h"
 #include "distributed/zero.h"
 #include "model/config.h"
 #include "model/config_json.h"
@@ -22,14 +23,7 @@
 
 namespace {
 
-std::string commas(int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v), r;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i && (s.size() - i) % 3 == 0) r += ',';
-    r += s[i];
-  }
-  return v < 0 ? "-" + r : r;
-}
+using olmo::commas;
 double gib(int64_t b) { return double(b) / double(1ll << 30); }
 
 int run_info(int argc, char** argv) {
