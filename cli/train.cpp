@@ -72,7 +72,7 @@ void dry_run(const olmo::train::Config& c) {
               "instances per process x %lld processes\n",
               (long long)G, (long long)c.data.seq_len, commas(c.data.global_batch_tokens).c_str(),
               (long long)p.micro_batches, (long long)micro, (long long)W);
-  std::printf("schedule %s: t_max %s steps (%s tokens)\n", c.scheduler.name.c_str(),
+  std::printf("schedule %s: t_max %s steps (%s tokens)\n", optim::schedule_name(*c.scheduler.name),
               commas(t_max).c_str(), commas(t_max * c.data.global_batch_tokens).c_str());
   std::printf("this run: %s steps = %s tokens%s\n", commas(run).c_str(),
               commas(run * c.data.global_batch_tokens).c_str(),
@@ -86,9 +86,9 @@ void dry_run(const olmo::train::Config& c) {
                 c.trainer.load_path.c_str(), c.trainer.load_optim_state ? "loaded" : "fresh",
                 c.trainer.load_trainer_state ? "loaded" : "reset",
                 fs::exists(c.trainer.load_path) ? "" : " [not found: needed to train]");
-  if (c.model.yarn_factor > 0)
-    std::printf("YaRN RoPE scaling: factor %g, old context %lld, variant %s\n", c.model.yarn_factor,
-                (long long)c.model.yarn_old_context_len, c.model.yarn_variant.c_str());
+  if (mc.yarn.enabled())
+    std::printf("YaRN RoPE scaling: factor %g, old context %lld, variant %s\n", mc.yarn.factor,
+                (long long)mc.yarn.old_context_len, model::yarn_variant_name(mc.yarn.variant));
 }
 
 int run_train(int argc, char** argv) {

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "model/config_fields.h"
 
 namespace olmo::model {
 
@@ -64,9 +66,7 @@ double RopeScaling::effective_attention_factor() const {
   return kernels::yarn_attention_factor(params());
 }
 
-const char* yarn_variant_name(YarnVariant v) {
-  return v == YarnVariant::hf ? "hf" : "faithful";
-}
+const char* yarn_variant_name(YarnVariant v) { return kYarnVariantNames[int(v)]; }
 
 const char* ac_mode_name(AcMode m) { return kAcModeNames[int(m)]; }
 
@@ -88,8 +88,8 @@ void validate(const ActCheckpointing& a, const std::string& where) {
 }
 
 YarnVariant parse_yarn_variant(const std::string& s, const std::string& where) {
-  if (s == "faithful") return YarnVariant::faithful;
-  if (s == "hf") return YarnVariant::hf;
+  for (int i = 0; i < 2; ++i)
+    if (s == kYarnVariantNames[i]) return YarnVariant(i);
   throw Error(cat(where, ": YaRN variant '", s, "' must be 'faithful' (full-attention layers "
                   "only, as OLMo-core trained OLMo 3) or 'hf' (every layer)"));
 }
@@ -184,11 +184,6 @@ struct Reader {
   const json& j;
   const std::string& path;
   bool has(const char* k) const { return j.contains(k) && !j[k].is_null(); }
-  int64_t req_int(const char* k) const {
-    OLMO_CHECK(has(k), path, ": missing required field \"", k, "\"");
-    return as_int(k);
-  }
-  int64_t opt_int(const char* k, int64_t def) const { return has(k) ? as_int(k) : def; }
   int64_t as_int(const char* k) const {
     const json& v = j[k];
     OLMO_CHECK(v.is_number_integer(), path, ": field \"", k, "\" must be an integer, got ",
@@ -206,6 +201,11 @@ struct Reader {
     return j[k].get<bool>();
   }
 };
+
+// A plain field (FieldUse::hf) of the type of its member; `k` is present.
+void read_plain(const Reader& r, const char* k, int64_t& out) { out = r.as_int(k); }
+void read_plain(const Reader& r, const char* k, double& out) { out = r.opt_num(k, 0); }
+void read_plain(const Reader& r, const char* k, float& out) { out = float(r.opt_num(k, 0)); }
 
 // One RoPE entry: {"rope_type": "default"} or a YaRN dict (HF keys factor,
 // original_max_position_embeddings, beta_fast, beta_slow, attention_factor, truncate).
@@ -347,34 +347,40 @@ ModelConfig config_from_hf_json_text(const std::string& text, const std::string&
 
   ModelConfig c;
   c.name = path;
-  c.d_model = r.req_int("hidden_size");
-  c.ffn_hidden = r.req_int("intermediate_size");
-  c.n_layers = r.req_int("num_hidden_layers");
+  // The plain fields (FieldUse::hf in config_fields.h) as given; the absent ones take
+  // Olmo3Config's defaults below, or are required.
+  visit_model_fields(c, [&](const char* name, auto& member, const char*, FieldUse use) {
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(member)>>) {
+      if (use.hf != nullptr && r.has(use.hf)) read_plain(r, use.hf, member);
+    } else {
+      OLMO_CHECK(use.hf == nullptr, "model/config_fields.h: field '", name,
+                 "' has an HF key but is not a number");
+    }
+  });
+  for (const char* k : {"hidden_size", "intermediate_size", "num_hidden_layers",
+                        "num_attention_heads", "vocab_size"})
+    OLMO_CHECK(r.has(k), path, ": missing required field \"", k, "\"");
   // Bounded before any per-layer table is built (a hostile count must not allocate first).
   OLMO_CHECK(c.n_layers <= 100000, path, ": field \"num_hidden_layers\" (", c.n_layers,
              ") must be at most 100000");
-  c.n_heads = r.req_int("num_attention_heads");
-  c.vocab_size = r.req_int("vocab_size");
   OLMO_CHECK(c.d_model > 0, path, ": field \"hidden_size\" must be positive, got ", c.d_model);
   OLMO_CHECK(c.n_heads > 0, path, ": field \"num_attention_heads\" must be positive, got ",
              c.n_heads);
   OLMO_CHECK(c.n_layers > 0, path, ": field \"num_hidden_layers\" must be positive, got ",
              c.n_layers);
-  c.n_kv_heads = r.opt_int("num_key_value_heads", c.n_heads);
+  if (!r.has("num_key_value_heads")) c.n_kv_heads = c.n_heads;
   OLMO_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, path,
              ": field \"num_attention_heads\" (", c.n_heads,
              ") is not a multiple of \"num_key_value_heads\" (", c.n_kv_heads, ")");
-  if (r.has("head_dim")) {
-    c.head_dim = r.as_int("head_dim");
-  } else {
+  if (!r.has("head_dim")) {
     OLMO_CHECK(c.d_model % c.n_heads == 0, path, ": field \"hidden_size\" (", c.d_model,
                ") is not divisible by \"num_attention_heads\" (", c.n_heads,
                ") and no \"head_dim\" is given");
     c.head_dim = c.d_model / c.n_heads;
   }
-  c.norm_eps = float(r.opt_num("rms_norm_eps", 1e-5));
+  if (!r.has("rms_norm_eps")) c.norm_eps = 1e-5f;
+  if (!r.has("max_position_embeddings")) c.max_seq_len = 2048;
   c.rope_theta = parse_rope(r, c.yarn);
-  c.max_seq_len = r.opt_int("max_position_embeddings", 2048);
 
   int64_t window = r.has("sliding_window") ? r.as_int("sliding_window") : -1;
   if (!j.contains("sliding_window")) window = 4096;  // Olmo3Config default
@@ -422,15 +428,9 @@ std::string config_to_hf_json(const ModelConfig& c) {
   j["attention_dropout"] = 0.0;
   j["dtype"] = "float32";
   j["hidden_act"] = "silu";
-  j["hidden_size"] = c.d_model;
-  j["intermediate_size"] = c.ffn_hidden;
-  j["num_hidden_layers"] = c.n_layers;
-  j["num_attention_heads"] = c.n_heads;
-  j["num_key_value_heads"] = c.n_kv_heads;
-  j["head_dim"] = c.head_dim;
-  j["vocab_size"] = c.vocab_size;
-  j["rms_norm_eps"] = double(c.norm_eps);
-  j["max_position_embeddings"] = c.max_seq_len;
+  visit_model_fields(c, [&](const char*, const auto& member, const char*, FieldUse use) {
+    if (use.hf != nullptr) j[use.hf] = member;  // the plain fields (config_fields.h)
+  });
   j["tie_word_embeddings"] = false;
   j["initializer_range"] = 0.02;
   // dolma2 tokenizer ids when the vocabulary is the real one; null otherwise.

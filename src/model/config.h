@@ -30,6 +30,8 @@ inline constexpr int64_t kVocabPadded = 100352;  // padded to a multiple of 128 
 //             config.json whose rope_parameters give YaRN to both layer types (a legacy
 //             rope_scaling field it applies to full-attention layers only, = faithful).
 enum class YarnVariant { faithful, hf };
+// The names of YarnVariant, in its order (the trainer config's choice table reads this list).
+inline constexpr const char* kYarnVariantNames[] = {"faithful", "hf"};
 const char* yarn_variant_name(YarnVariant v);
 // "faithful" | "hf"; anything else throws "<where>: ..." naming the valid values.
 YarnVariant parse_yarn_variant(const std::string& s, const std::string& where);

@@ -61,7 +61,7 @@ void from_json_value(const json& j, Precision& out, const std::string& where) {
 
 json model_config_to_json(const ModelConfig& c) {
   json j = json::object();
-  visit_model_fields(c, [&](const char* name, const auto& member, const char*) {
+  visit_model_fields(c, [&](const char* name, const auto& member, const char*, FieldUse) {
     j[name] = to_json_value(member);
   });
   return j;
@@ -71,7 +71,7 @@ ModelConfig model_config_from_json(const json& j, const std::string& where) {
   OLMO_CHECK(j.is_object(), where, ": the model section must be a JSON object");
   ModelConfig c;
   std::set<std::string> known;
-  visit_model_fields(c, [&](const char* name, auto& member, const char*) {
+  visit_model_fields(c, [&](const char* name, auto& member, const char*, FieldUse) {
     known.insert(name);
     OLMO_CHECK(j.contains(name), where, ": the model section has no field '", name, "'");
     from_json_value(j.at(name), member, cat(where, ": model field '", name, "'"));
@@ -84,7 +84,7 @@ ModelConfig model_config_from_json(const json& j, const std::string& where) {
 
 std::string model_config_text(const ModelConfig& c, const std::string& indent) {
   std::string out;
-  visit_model_fields(c, [&](const char* name, const auto& member, const char*) {
+  visit_model_fields(c, [&](const char* name, const auto& member, const char*, FieldUse) {
     out += cat(indent, name, ": ", to_json_value(member).dump(), "\n");
   });
   return out;
@@ -93,7 +93,9 @@ std::string model_config_text(const ModelConfig& c, const std::string& indent) {
 std::vector<std::string> model_config_field_names() {
   std::vector<std::string> v;
   ModelConfig c;
-  visit_model_fields(c, [&](const char* name, const auto&, const char*) { v.push_back(name); });
+  visit_model_fields(c, [&](const char* name, const auto&, const char*, FieldUse) {
+    v.push_back(name);
+  });
   return v;
 }
 

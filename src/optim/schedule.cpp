@@ -3,6 +3,7 @@
 #include "optim/schedule.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <utility>
 
@@ -116,7 +117,8 @@ class HalfCosWithWarmup : public Schedule {
 };
 
 void check_warmup_fields(const ScheduleConfig& c) {
-  OLMO_CHECK(c.warmup.has_value() != c.warmup_fraction.has_value(), "schedule '", c.name,
+  OLMO_CHECK(c.warmup.has_value() != c.warmup_fraction.has_value(), "schedule '",
+             schedule_name(c.name),
              "': exactly one of 'warmup' or 'warmup_fraction' must be specified");
   if (c.warmup_fraction)
     OLMO_CHECK(*c.warmup_fraction >= 0 && *c.warmup_fraction <= 1, "schedule.warmup_fraction: must be between 0 and 1, got ",
@@ -126,39 +128,51 @@ void check_warmup_fields(const ScheduleConfig& c) {
 
 }  // namespace
 
+const char* schedule_name(ScheduleKind k) { return kScheduleNames[int(k)]; }
+
+ScheduleKind parse_schedule_name(const std::string& s, const std::string& where) {
+  std::string known;
+  for (int i = 0; i < int(std::size(kScheduleNames)); ++i) {
+    if (s == kScheduleNames[i]) return ScheduleKind(i);
+    known += cat(i ? ", " : "", kScheduleNames[i]);
+  }
+  throw Error(cat(where, ": unknown schedule '", s, "' (known: ", known, ")"));
+}
+
 std::unique_ptr<Schedule> make_schedule(const ScheduleConfig& cfg) {
   ScheduleConfig c = cfg;
   OLMO_CHECK(c.units == "steps" || c.units == "tokens", "schedule.units: must be 'steps' or 'tokens', got '",
              c.units, "'");
   if (c.t_max) OLMO_CHECK(*c.t_max > 0, "schedule.t_max: must be > 0, got ", *c.t_max);
-  const bool uses_tmax = c.name == "cos_with_warmup" || c.name == "half_cos_with_warmup" ||
-                         c.name == "linear_with_warmup";
-  const bool uses_decay = c.name == "wsd";
-  if (!uses_tmax) OLMO_CHECK(!c.t_max, "schedule.t_max: not a field of '", c.name, "'");
+  using K = ScheduleKind;
+  const char* name = schedule_name(c.name);
+  const bool uses_tmax =
+      c.name == K::cos_with_warmup || c.name == K::half_cos_with_warmup || c.name == K::linear_with_warmup;
+  const bool uses_decay = c.name == K::wsd;
+  if (!uses_tmax) OLMO_CHECK(!c.t_max, "schedule.t_max: not a field of '", name, "'");
   if (!uses_decay)
-    OLMO_CHECK(!c.decay && !c.decay_fraction, "schedule.decay: not a field of '", c.name, "'");
-  if (c.name == "constant") {
+    OLMO_CHECK(!c.decay && !c.decay_fraction, "schedule.decay: not a field of '", name, "'");
+  if (c.name == K::constant) {
     OLMO_CHECK(!c.warmup && !c.warmup_fraction, "schedule.warmup: not a field of 'constant'");
     return std::make_unique<Constant>(c);
   }
   check_warmup_fields(c);
-  if (c.name == "constant_with_warmup") return std::make_unique<ConstantWithWarmup>(c);
-  if (c.name == "cos_with_warmup") return std::make_unique<CosWithWarmup>(c);
-  if (c.name == "half_cos_with_warmup") return std::make_unique<HalfCosWithWarmup>(c);
-  if (c.name == "linear_with_warmup") return std::make_unique<LinearWithWarmup>(c);
-  if (c.name == "wsd") {
-    // OLMo-core's default decay_fraction is 0.1; naming `decay` alone selects decay steps.
-    OLMO_CHECK(!(c.decay && c.decay_fraction), "schedule 'wsd': 'decay' and 'decay_fraction' given, never both");
-    if (!c.decay && !c.decay_fraction) c.decay_fraction = 0.1;
-    if (c.decay_fraction)
-      OLMO_CHECK(*c.decay_fraction >= 0 && *c.decay_fraction <= 1, "schedule.decay_fraction: must be between 0 and 1, got ",
-                 *c.decay_fraction);
-    if (c.decay) OLMO_CHECK(*c.decay >= 0, "schedule.decay: must be >= 0, got ", *c.decay);
-    return std::make_unique<Wsd>(c);
+  switch (c.name) {
+    case K::constant_with_warmup: return std::make_unique<ConstantWithWarmup>(c);
+    case K::cos_with_warmup: return std::make_unique<CosWithWarmup>(c);
+    case K::half_cos_with_warmup: return std::make_unique<HalfCosWithWarmup>(c);
+    case K::linear_with_warmup: return std::make_unique<LinearWithWarmup>(c);
+    case K::constant:  // returned above
+    case K::wsd: break;
   }
-  throw Error(cat("schedule.name: unknown schedule '", c.name,
-                  "' (known: constant, constant_with_warmup, cos_with_warmup, half_cos_with_warmup, "
-                  "linear_with_warmup, wsd)"));
+  // wsd. OLMo-core's default decay_fraction is 0.1; naming `decay` alone selects decay steps.
+  OLMO_CHECK(!(c.decay && c.decay_fraction), "schedule 'wsd': 'decay' and 'decay_fraction' given, never both");
+  if (!c.decay && !c.decay_fraction) c.decay_fraction = 0.1;
+  if (c.decay_fraction)
+    OLMO_CHECK(*c.decay_fraction >= 0 && *c.decay_fraction <= 1, "schedule.decay_fraction: must be between 0 and 1, got ",
+               *c.decay_fraction);
+  if (c.decay) OLMO_CHECK(*c.decay >= 0, "schedule.decay: must be >= 0, got ", *c.decay);
+  return std::make_unique<Wsd>(c);
 }
 
 ScheduleConfig schedule_config_from_json(const nlohmann::json& j, const std::string& where) {
@@ -183,7 +197,7 @@ ScheduleConfig schedule_config_from_json(const nlohmann::json& j, const std::str
       return v.get<std::string>();
     };
     if (v.is_null()) continue;  // `key: null` / `key: ~` means "not set"
-    if (k == "name") c.name = get_str();
+    if (k == "name") c.name = parse_schedule_name(get_str(), "schedule.name");
     else if (k == "units") c.units = get_str();
     else if (k == "warmup") c.warmup = get_int();
     else if (k == "warmup_fraction") c.warmup_fraction = get_num();
@@ -201,7 +215,7 @@ ScheduleConfig schedule_config_from_json(const nlohmann::json& j, const std::str
 }
 
 nlohmann::json schedule_config_to_json(const ScheduleConfig& c) {
-  nlohmann::json j = {{"name", c.name}, {"units", c.units}, {"warmup_min_lr", c.warmup_min_lr},
+  nlohmann::json j = {{"name", schedule_name(c.name)}, {"units", c.units}, {"warmup_min_lr", c.warmup_min_lr},
                       {"alpha_f", c.alpha_f}, {"decay_min_lr", c.decay_min_lr}};
   if (c.warmup) j["warmup"] = *c.warmup;
   if (c.warmup_fraction) j["warmup_fraction"] = *c.warmup_fraction;

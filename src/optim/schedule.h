@@ -23,8 +23,20 @@
 
 namespace olmo::optim {
 
+// The schedules of the table above; kScheduleNames holds their names in this order (the form of
+// JSON, YAML and messages; the trainer config's scheduler.name choice reads this list).
+enum class ScheduleKind {
+  constant, constant_with_warmup, cos_with_warmup, half_cos_with_warmup, linear_with_warmup, wsd
+};
+inline constexpr const char* kScheduleNames[] = {"constant",           "constant_with_warmup",
+                                                 "cos_with_warmup",    "half_cos_with_warmup",
+                                                 "linear_with_warmup", "wsd"};
+const char* schedule_name(ScheduleKind k);
+// A name of kScheduleNames; anything else throws "<where>: unknown schedule ..." listing them.
+ScheduleKind parse_schedule_name(const std::string& s, const std::string& where);
+
 struct ScheduleConfig {
-  std::string name = "cos_with_warmup";  // see the table above
+  ScheduleKind name = ScheduleKind::cos_with_warmup;  // see the table above
   std::string units = "steps";           // "steps" | "tokens"
   std::optional<int64_t> warmup;         // exactly one of warmup / warmup_fraction (not constant)
   std::optional<double> warmup_fraction;

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -20,7 +21,9 @@ namespace fs = std::filesystem;
 
 namespace olmo::train {
 
-// The field table. V is called as v(key, member, doc) for every field, in print order.
+// The field table. V is called as v(key, member, doc) for every field, in print order (key and
+// doc as std::string). The model's architecture keys come from the one ModelConfig description
+// (model/config_fields.h), so a model field is described there and nowhere here.
 template <class C, class V>
 static void visit_fields(C& c, V&& v) {
   v("name", c.name, "run name");
@@ -28,39 +31,23 @@ static void visit_fields(C& c, V&& v) {
   v("source", c.source, "the official script this config mirrors");
   v("model.preset", c.model.preset,
     "model preset (olmo3-7b, olmo3-190m, ...: `olmo info --help` lists them)");
-  v("model.d_model", c.model.d_model, "hidden size (OLMo-core d_model); 0 = the preset's");
-  v("model.n_layers", c.model.n_layers,
-    "transformer blocks (OLMo-core n_layers); 0 = the preset's");
-  v("model.n_heads", c.model.n_heads, "query heads (OLMo-core n_heads); 0 = the preset's");
-  v("model.n_kv_heads", c.model.n_kv_heads,
-    "key/value heads for GQA (OLMo-core n_kv_heads); 0 = the preset's");
-  v("model.ffn_hidden", c.model.ffn_hidden,
-    "SwiGLU hidden size (OLMo-core FeedForward hidden_size); 0 = the preset's");
-  v("model.head_dim", c.model.head_dim,
-    "per-head dimension; 0 = d_model / n_heads (or the preset's)");
-  v("model.vocab_size", c.model.vocab_size,
-    "embedding rows, the padded vocab (OLMo-core pads to 128); 0 = the preset's");
-  v("model.rope_theta", c.model.rope_theta,
-    "RoPE base (OLMo-core RoPEConfig.theta); 0 = the preset's");
-  v("model.norm_eps", c.model.norm_eps,
-    "RMSNorm epsilon (OLMo-core LayerNormConfig.eps); 0 = the preset's");
+  model::describe_model_fields([&](const char* name, auto get, const char* doc,
+                                   model::FieldUse use) {
+    auto& member = get(c.model.arch);
+    using T = std::decay_t<decltype(member)>;
+    // model::Precision has no key of its own: model.precision is a PrecisionSetting (+ auto).
+    if constexpr (!std::is_same_v<T, model::Precision>) {
+      if (use.yaml)
+        v(cat("model.", name), member,
+          std::is_enum_v<T> ? std::string(doc) : cat(doc, " (in a config: 0 = the preset's)"));
+    }
+  });
   v("model.window_pattern", c.model.window_pattern,
     "per-layer sliding window, cycled over layers; -1 = full attention");
   v("model.force_full_last", c.model.force_full_last,
     "1/0: last layer full attention (force_full_attention_on_last_layer); -1 = preset");
   v("model.force_full_first", c.model.force_full_first,
     "1/0: first layer full attention (force_full_attention_on_first_layer); -1 = preset");
-  v("model.yarn_factor", c.model.yarn_factor,
-    "YaRN RoPE scaling factor on full-attention layers (OLMo-core factor); 0 = none");
-  v("model.yarn_beta_fast", c.model.yarn_beta_fast,
-    "YaRN beta_fast (OLMo-core YaRNRoPEScalingConfig.beta_fast)");
-  v("model.yarn_beta_slow", c.model.yarn_beta_slow,
-    "YaRN beta_slow (OLMo-core YaRNRoPEScalingConfig.beta_slow)");
-  v("model.yarn_old_context_len", c.model.yarn_old_context_len,
-    "context length the model was trained at before YaRN (OLMo-core old_context_len)");
-  v("model.yarn_attention_factor", c.model.yarn_attention_factor,
-    "YaRN attention factor (OLMo-core attention_factor); 0 = 0.1 ln(yarn_factor) + 1");
-  v("model.yarn_variant", c.model.yarn_variant, "faithful (full-attention layers) | hf (all)");
   v("model.precision", c.model.precision,
     "matmul precision (bf16_mixed: bf16 GEMM inputs, fp32 master; auto: CPU probe decides)");
   v("model.activation_checkpointing.mode", c.model.ac_mode,
@@ -244,12 +231,14 @@ const std::vector<ChoiceField>& choice_fields() {
       {"model.precision", {"fp32", "bf16_mixed", "auto"}},
       {"model.activation_checkpointing.mode",
        {std::begin(model::kAcModeNames), std::end(model::kAcModeNames)}},
+      {"model.yarn_variant",
+       {std::begin(model::kYarnVariantNames), std::end(model::kYarnVariantNames)}},
       {"data.dataset", {"fsl", "packed_fsl"}},
       {"data.inject_fault", {"none", "pool", "stride", "repeat_batch"}, true},
       {"optim.name", {"skip_step_adamw", "adamw"}},
-      {"scheduler.name",
-       {"cos_with_warmup", "half_cos_with_warmup", "linear_with_warmup", "constant", "wsd"}},
-      {"trainer.progress", {"auto", "on", "off"}},
+      {"scheduler.name", {std::begin(optim::kScheduleNames), std::end(optim::kScheduleNames)}},
+      {"trainer.progress",  // not "silent" (ranks > 0)
+       {std::begin(kProgressModeNames), std::begin(kProgressModeNames) + 3}},
       {"trainer.loss_normalization", {"auto", "global", "per_rank"}},
       {"dist.reduce", {std::begin(dist::kReduceModeNames), std::end(dist::kReduceModeNames)}},
       {"dist.exact_accumulator",
@@ -274,6 +263,9 @@ std::string choice_list(const ChoiceField& f) {
 // The key of each choice enum's field (its names are that row of choice_fields()).
 static const char* choice_key(PrecisionSetting) { return "model.precision"; }
 static const char* choice_key(model::AcMode) { return "model.activation_checkpointing.mode"; }
+static const char* choice_key(model::YarnVariant) { return "model.yarn_variant"; }
+static const char* choice_key(optim::ScheduleKind) { return "scheduler.name"; }
+static const char* choice_key(ProgressMode) { return "trainer.progress"; }
 static const char* choice_key(DatasetKind) { return "data.dataset"; }
 static const char* choice_key(InjectFault) { return "data.inject_fault"; }
 static const char* choice_key(OptimizerKind) { return "optim.name"; }
@@ -287,6 +279,9 @@ static const std::string& name_of(E v) {
 }
 const std::string& choice_name(PrecisionSetting v) { return name_of(v); }
 const std::string& choice_name(model::AcMode v) { return name_of(v); }
+const std::string& choice_name(model::YarnVariant v) { return name_of(v); }
+const std::string& choice_name(optim::ScheduleKind v) { return name_of(v); }
+const std::string& choice_name(ProgressMode v) { return name_of(v); }
 const std::string& choice_name(DatasetKind v) { return name_of(v); }
 const std::string& choice_name(InjectFault v) { return name_of(v); }
 const std::string& choice_name(OptimizerKind v) { return name_of(v); }
@@ -337,6 +332,13 @@ static void parse_into(const YAML::Node& n, double& out, const std::string& key,
   OLMO_CHECK(ok, where, ": key '", key, "' must be a number, got '", s, "'");
 }
 
+static void parse_into(const YAML::Node& n, float& out, const std::string& key,
+                       const std::string& where) {
+  double d = 0;
+  parse_into(n, d, key, where);
+  out = float(d);
+}
+
 static void parse_into(const YAML::Node& n, bool& out, const std::string& key,
                        const std::string& where) {
   std::string s = scalar_of(n, key, where, "true or false");
@@ -366,6 +368,19 @@ static void parse_into(const YAML::Node& n, E& out, const std::string& key,
   OLMO_CHECK(it != f->values.end(), where, ": key '", key, "' = '", s, "' must be ",
              choice_list(*f));
   out = E(it - f->values.begin());
+}
+
+// An optional choice (a required field without a default): null or "" = unset.
+template <class E>
+static void parse_into(const YAML::Node& n, std::optional<E>& out, const std::string& key,
+                       const std::string& where) {
+  if (n.IsNull() || (n.IsScalar() && n.Scalar().empty())) {
+    out.reset();
+    return;
+  }
+  E e{};
+  parse_into(n, e, key, where);
+  out = e;
 }
 
 template <class T>
@@ -398,7 +413,7 @@ static void parse_into(const YAML::Node& n, std::map<std::string, std::string>& 
 std::vector<std::string> known_keys() {
   Config c;
   std::vector<std::string> keys;
-  visit_fields(c, [&](const char* k, auto&, const char*) { keys.push_back(k); });
+  visit_fields(c, [&](const std::string& k, auto&, const std::string&) { keys.push_back(k); });
   return keys;
 }
 
@@ -431,7 +446,7 @@ static std::string suggestion(const std::string& key) {
 static bool set_field(Config& c, const std::string& key, const YAML::Node& n,
                       const std::string& where) {
   bool found = false;
-  visit_fields(c, [&](const char* k, auto& member, const char*) {
+  visit_fields(c, [&](const std::string& k, auto& member, const std::string&) {
     if (!found && key == k) {
       parse_into(n, member, key, where);
       found = true;
@@ -557,7 +572,18 @@ template <class E>
 static std::string show(E v) {
   return yaml_str(name_of(v));
 }
+template <class E>
+static std::string show(const std::optional<E>& v) {
+  return v ? show(*v) : yaml_str("");
+}
 static std::string show(int64_t x) { return std::to_string(x); }
+static std::string show(float f) {  // the shortest text that reads back as the same float
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
 static std::string show(bool b) { return b ? "true" : "false"; }
 static std::string show(double d) {
   std::ostringstream os;
@@ -585,7 +611,7 @@ static std::string show(const std::map<std::string, std::string>& m) {
 
 std::string to_yaml(const Config& c) {
   std::string out, section;
-  visit_fields(c, [&](const char* key, const auto& member, const char*) {
+  visit_fields(c, [&](const std::string& key, const auto& member, const std::string&) {
     std::string k = key;
     auto dot = k.find('.');
     std::string sec = dot == std::string::npos ? "" : k.substr(0, dot);
@@ -607,8 +633,13 @@ template <class E>
 static const char* type_name(E) {
   return "choice";
 }
+template <class E>
+static const char* type_name(const std::optional<E>&) {
+  return "choice";
+}
 static const char* type_name(int64_t) { return "int"; }
 static const char* type_name(double) { return "float"; }
+static const char* type_name(float) { return "float"; }
 static const char* type_name(bool) { return "bool"; }
 static const char* type_name(const std::vector<int64_t>&) { return "list of int"; }
 static const char* type_name(const std::vector<double>&) { return "list of float"; }
@@ -620,7 +651,7 @@ static const char* type_name(const std::map<std::string, std::string>&) {
 std::vector<FieldInfo> describe_fields() {
   const Config c;
   std::vector<FieldInfo> out;
-  visit_fields(c, [&](const char* key, const auto& member, const char* doc) {
+  visit_fields(c, [&](const std::string& key, const auto& member, const std::string& doc) {
     FieldInfo f{key, type_name(member), show(member), doc, {}};
     if (const ChoiceField* ch = choice_field(key)) {
       f.type = "choice";
@@ -659,15 +690,6 @@ static std::string at(const Config& c, const std::string& key) {
   auto it = c.origin.find(key);
   return it == c.origin.end() ? cat("config key '", key, "'")
                               : cat(it->second, ": key '", key, "'");
-}
-
-// `value` of choice field `key` is one of its table's values.
-static void check_choice(const Config& c, const char* key, const std::string& value) {
-  const ChoiceField* f = choice_field(key);
-  OLMO_CHECK(f, "internal: '", key, "' is not in choice_fields()");
-  if (f->empty_is_first && value.empty()) return;
-  OLMO_CHECK(std::find(f->values.begin(), f->values.end(), value) != f->values.end(), at(c, key),
-             " = '", value, "' must be ", choice_list(*f));
 }
 
 void validate(const Config& c, bool check_files) {
@@ -714,11 +736,12 @@ void validate(const Config& c, bool check_files) {
   OLMO_CHECK(c.optim.betas.size() == 2, at(c, "optim.betas"), " must have two values");
   OLMO_CHECK(c.optim.eps > 0, at(c, "optim.eps"), " must be > 0");
   OLMO_CHECK(c.optim.max_grad_norm >= 0, at(c, "optim.max_grad_norm"), " must be >= 0");
-  check_choice(c, "scheduler.name", c.scheduler.name);
+  OLMO_CHECK(c.scheduler.name.has_value(), at(c, "scheduler.name"), " = '' must be ",
+             choice_list(*choice_field("scheduler.name")));
   OLMO_CHECK(c.scheduler.warmup_steps >= 0, at(c, "scheduler.warmup_steps"), " must be >= 0");
   OLMO_CHECK(c.trainer.max_steps > 0 || c.trainer.max_tokens > 0, at(c, "trainer.max_tokens"),
              " or trainer.max_steps must be set (the schedule horizon)");
-  if (c.scheduler.name == "wsd")
+  if (c.scheduler.name == optim::ScheduleKind::wsd)
     OLMO_CHECK(c.scheduler.decay_steps > 0 && c.scheduler.decay_steps + c.scheduler.warmup_steps <=
                                                   schedule_steps(c),
                at(c, "scheduler.decay_steps"), " must be > 0 and fit in the schedule");
@@ -727,7 +750,6 @@ void validate(const Config& c, bool check_files) {
              " must be >= 0");
   OLMO_CHECK(c.trainer.log_interval >= 1, at(c, "trainer.log_interval"), " must be >= 1");
   OLMO_CHECK(c.eval.batch_instances >= 1, at(c, "eval.batch_instances"), " must be >= 1");
-  check_choice(c, "trainer.progress", c.trainer.progress);
   OLMO_CHECK(!c.trainer.run_dir.empty(), at(c, "trainer.run_dir"), " must be set");
   {
     OLMO_CHECK(d.inject_fault == InjectFault::none || c.allow_fault_injection,

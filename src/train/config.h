@@ -8,11 +8,15 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "distributed/reduce_settings.h"
 #include "model/act_checkpoint.h"
+#include "model/config_fields.h"
+#include "optim/schedule.h"
+#include "train/progress.h"
 
 namespace olmo::train {
 
@@ -20,8 +24,8 @@ namespace olmo::train {
 // of the field's names in choice_fields() (config.cpp), and the names stay the form of the YAML,
 // the overrides, to_yaml and the checkpoint (choice_name() below). dist.reduce and
 // dist.exact_accumulator are the reducer's own enums (distributed/reduce_settings.h).
-// scheduler.name and trainer.progress stay strings: they are handed as names to the
-// optim::Schedule factory and to Progress, which own those names.
+// scheduler.name (optional: required, no default) and trainer.progress are the enums of the
+// code that owns those names (optim/schedule.h, train/progress.h).
 enum class PrecisionSetting { fp32, bf16_mixed, automatic };    // model.precision
 enum class DatasetKind { fsl, packed_fsl };                     // data.dataset
 enum class InjectFault { none, pool, stride, repeat_batch };    // data.inject_fault
@@ -30,20 +34,15 @@ enum class LossNormalization { automatic, global, per_rank };   // trainer.loss_
 
 struct ModelSection {
   std::string preset = "";          // model preset (src/model preset(): olmo3-7b, olmo3-190m, ...)
-  // Explicit architecture fields; 0 / empty means "take it from the preset".
-  int64_t d_model = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, ffn_hidden = 0;
-  int64_t head_dim = 0;             // 0 = d_model / n_heads (or the preset's)
-  int64_t vocab_size = 0;           // embedding rows (padded vocab, OLMo-core pads to 128)
-  double rope_theta = 0, norm_eps = 0;
+  // The architecture: the fields of model/config_fields.h with a `model.<name>` key (FieldUse::
+  // yaml), all unset at first; a field left unset (0 / empty / the first choice) is the
+  // preset's (a custom or resized model derives head_dim, n_kv_heads and ffn_hidden;
+  // model_setup.h). Its other fields (name, layer_window, max_seq_len, precision) are unused:
+  // they come from `name`, the window keys below, data.seq_len and `precision`.
+  model::ModelConfig arch = model::unset_model_config();
   std::vector<int64_t> window_pattern;  // per-layer window, cycled (layer i: pattern[i % n]); -1 full
   int64_t force_full_last = -1;     // 1/0 = last layer full attention (OLMo 3: 1); -1 = preset
   int64_t force_full_first = -1;    // 1/0; -1 = preset
-  // YaRN RoPE scaling on the full-attention layers (stage 3); yarn_factor 0 = none.
-  double yarn_factor = 0, yarn_beta_fast = 32, yarn_beta_slow = 1;
-  int64_t yarn_old_context_len = 8192;
-  double yarn_attention_factor = 0;  // 0 = 0.1 ln(yarn_factor) + 1
-  // faithful = full-attention layers only (OLMo-core, as trained); hf = every layer.
-  std::string yarn_variant = "faithful";
   // Matmul precision: fp32 | bf16_mixed (bf16 GEMM inputs, fp32 master weights, optimizer state
   // and gradients; model/olmo3.h) | auto (bf16_mixed where the CPU has AVX512_BF16 and a
   // start-up probe finds oneDNN's bf16 GEMM faster than its fp32 one, else fp32).
@@ -153,8 +152,7 @@ struct OptimSection {
 };
 
 struct SchedulerSection {
-  std::string name = "";             // cos_with_warmup | half_cos_with_warmup | linear_with_warmup
-                                     // | constant | wsd
+  std::optional<optim::ScheduleKind> name;  // required; optim/schedule.h lists the schedules
   int64_t warmup_steps = 0;
   double alpha_f = 0.1;              // final lr = alpha_f * lr
   int64_t decay_steps = 0;           // wsd: length of the final decay
@@ -180,7 +178,7 @@ struct TrainerSection {
   std::string load_path = "";        // checkpoint to start from (phases)
   bool load_trainer_state = true;
   bool load_optim_state = true;
-  std::string progress = "auto";     // auto | on | off (progress bar on a terminal)
+  ProgressMode progress = ProgressMode::automatic;  // auto | on | off (progress bar on a terminal)
   bool log_batch_indices = false;    // write each step's dataset instance indices (audits)
   std::string init_from_hf = "";     // HF model dir (config.json + model.safetensors) for init
   int64_t threads = 0;               // OpenMP threads (0 = leave default)
@@ -272,6 +270,9 @@ std::string choice_list(const ChoiceField& f);
 // The name of a choice value (its YAML / checkpoint form).
 const std::string& choice_name(PrecisionSetting v);
 const std::string& choice_name(model::AcMode v);
+const std::string& choice_name(model::YarnVariant v);
+const std::string& choice_name(optim::ScheduleKind v);
+const std::string& choice_name(ProgressMode v);
 const std::string& choice_name(DatasetKind v);
 const std::string& choice_name(InjectFault v);
 const std::string& choice_name(OptimizerKind v);

@@ -91,8 +91,9 @@ static int64_t llama_ffn(int64_t d) {
 
 model::ModelConfig model_config(const Config& c) {
   const ModelSection& m = c.model;
+  const model::ModelConfig& a = m.arch;  // the `model.<name>` keys; unset = the preset's
   model::ModelConfig mc;
-  bool from_preset = !m.preset.empty();
+  const bool from_preset = !m.preset.empty();
   if (from_preset) {
     try {
       mc = model::preset(m.preset);
@@ -100,31 +101,27 @@ model::ModelConfig model_config(const Config& c) {
       throw Error(cat("config key 'model.preset': ", e.what()));
     }
   } else {
-    OLMO_CHECK(m.d_model > 0 && m.n_layers > 0 && m.n_heads > 0 && m.vocab_size > 0,
+    OLMO_CHECK(a.d_model > 0 && a.n_layers > 0 && a.n_heads > 0 && a.vocab_size > 0,
                "config: model.preset is empty, so model.d_model, model.n_layers, model.n_heads "
                "and model.vocab_size must all be set");
     mc.name = c.name.empty() ? "custom" : c.name;
   }
-  int64_t old_layers = mc.n_layers;
-  bool resized = false;
-  if (m.d_model > 0) { resized |= m.d_model != mc.d_model; mc.d_model = m.d_model; }
-  if (m.n_heads > 0) { resized |= m.n_heads != mc.n_heads; mc.n_heads = m.n_heads; }
-  if (m.n_layers > 0) mc.n_layers = m.n_layers;
-  if (m.n_kv_heads > 0) mc.n_kv_heads = m.n_kv_heads;
-  else if (!from_preset || resized) mc.n_kv_heads = mc.n_heads;
+  const int64_t old_layers = mc.n_layers;
+  const bool resized = (a.d_model > 0 && a.d_model != mc.d_model) ||
+                       (a.n_heads > 0 && a.n_heads != mc.n_heads);
+  // Every field that is set replaces the preset's (or ModelConfig's default for a custom model).
+  model::describe_model_fields([&](const char*, auto get, const char*, model::FieldUse use) {
+    const auto& v = get(a);
+    if (use.yaml && v != std::decay_t<decltype(v)>{}) get(mc) = v;
+  });
+  // A custom or resized model derives what the preset would have fixed.
   if (!from_preset || resized) {
     OLMO_CHECK(mc.d_model % mc.n_heads == 0, "config key 'model.n_heads' = ", mc.n_heads,
                " does not divide model.d_model = ", mc.d_model);
-    mc.head_dim = mc.d_model / mc.n_heads;
+    if (a.n_kv_heads == 0) mc.n_kv_heads = mc.n_heads;
+    if (a.head_dim == 0) mc.head_dim = mc.d_model / mc.n_heads;
+    if (a.ffn_hidden == 0) mc.ffn_hidden = llama_ffn(mc.d_model);
   }
-  if (m.head_dim > 0) mc.head_dim = m.head_dim;
-  if (m.ffn_hidden > 0) mc.ffn_hidden = m.ffn_hidden;
-  else if (!from_preset || resized) mc.ffn_hidden = llama_ffn(mc.d_model);
-  if (m.vocab_size > 0) mc.vocab_size = m.vocab_size;
-  if (m.rope_theta > 0) mc.rope_theta = m.rope_theta;
-  else if (!from_preset) mc.rope_theta = 500000;
-  if (m.norm_eps > 0) mc.norm_eps = float(m.norm_eps);
-  else if (!from_preset) mc.norm_eps = 1e-6f;
   mc.max_seq_len = c.data.seq_len;
 
   if (!m.window_pattern.empty()) {
@@ -138,22 +135,17 @@ model::ModelConfig model_config(const Config& c) {
   } else if (mc.n_layers != old_layers || mc.layer_window.empty()) {
     mc.layer_window = model::olmo3_layer_windows(mc.n_layers);
   }
-  if (m.yarn_factor != 0) {
-    OLMO_CHECK(m.yarn_factor > 1, "config key 'model.yarn_factor' = ", m.yarn_factor,
+  if (a.yarn.factor != 0) {
+    OLMO_CHECK(a.yarn.factor > 1, "config key 'model.yarn_factor' = ", a.yarn.factor,
                " must be > 1 (or 0 for no YaRN)");
-    OLMO_CHECK(m.yarn_old_context_len > 0, "config key 'model.yarn_old_context_len' = ",
-               m.yarn_old_context_len, " must be positive");
-    OLMO_CHECK(m.yarn_old_context_len <= c.data.seq_len, "config key "
-               "'model.yarn_old_context_len' = ", m.yarn_old_context_len,
+    OLMO_CHECK(mc.yarn.old_context_len > 0, "config key 'model.yarn_old_context_len' = ",
+               mc.yarn.old_context_len, " must be positive");
+    OLMO_CHECK(mc.yarn.old_context_len <= c.data.seq_len, "config key "
+               "'model.yarn_old_context_len' = ", mc.yarn.old_context_len,
                " is larger than data.seq_len = ", c.data.seq_len,
                " (YaRN extends a shorter trained context to the longer sequence)");
-    mc.yarn.factor = m.yarn_factor;
-    mc.yarn.beta_fast = m.yarn_beta_fast;
-    mc.yarn.beta_slow = m.yarn_beta_slow;
-    mc.yarn.old_context_len = m.yarn_old_context_len;
-    mc.yarn.attention_factor = m.yarn_attention_factor;
-    mc.yarn.variant = model::parse_yarn_variant(m.yarn_variant, "config key 'model.yarn_variant'");
   }
+  if (!mc.yarn.enabled()) mc.yarn = model::RopeScaling{};  // YaRN settings without a factor
   // As written; `auto` stays unresolved (fp32) here: model_config_for_this_cpu() decides it.
   mc.precision = m.precision == PrecisionSetting::bf16_mixed ? model::Precision::bf16_mixed
                                                              : model::Precision::fp32;
@@ -170,32 +162,40 @@ model::ModelConfig model_config_for_this_cpu(const Config& c) {
   return mc;
 }
 
+namespace {
+// A value as a YAML override reads it back exactly (config.cpp's parse_into).
+std::string override_text(const std::string& s) { return s; }
+std::string override_text(int64_t x) { return std::to_string(x); }
+std::string override_text(double x) {
+  std::ostringstream o;
+  o.precision(17);
+  o << x;
+  return o.str();
+}
+std::string override_text(float x) { return override_text(double(x)); }
+std::string override_text(model::YarnVariant v) { return model::yarn_variant_name(v); }
+std::string override_text(model::Precision p) { return model::precision_name(p); }
+std::string override_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+}  // namespace
+
 std::vector<std::string> model_overrides(const model::ModelConfig& mc) {
-  auto num = [](double x) {
-    std::ostringstream o;
-    o.precision(17);
-    o << x;
-    return o.str();
-  };
-  std::string windows = "[";
-  for (size_t i = 0; i < mc.layer_window.size(); ++i)
-    windows += (i ? "," : "") + std::to_string(mc.layer_window[i] == 0 ? -1 : mc.layer_window[i]);
-  windows += "]";
-  std::vector<std::string> o = {
-      "name=" + mc.name, "model.preset=",
-      cat("model.d_model=", mc.d_model), cat("model.n_layers=", mc.n_layers),
-      cat("model.n_heads=", mc.n_heads), cat("model.n_kv_heads=", mc.n_kv_heads),
-      cat("model.head_dim=", mc.head_dim), cat("model.ffn_hidden=", mc.ffn_hidden),
-      cat("model.vocab_size=", mc.vocab_size), "model.rope_theta=" + num(mc.rope_theta),
-      "model.norm_eps=" + num(double(mc.norm_eps)), "model.window_pattern=" + windows,
-      "model.force_full_last=0", "model.force_full_first=0",
-      cat("data.seq_len=", mc.max_seq_len), "model.yarn_factor=" + num(mc.yarn.factor),
-      "model.yarn_beta_fast=" + num(mc.yarn.beta_fast),
-      "model.yarn_beta_slow=" + num(mc.yarn.beta_slow),
-      cat("model.yarn_old_context_len=", mc.yarn.old_context_len),
-      "model.yarn_attention_factor=" + num(mc.yarn.attention_factor),
-      cat("model.yarn_variant=", model::yarn_variant_name(mc.yarn.variant)),
-      cat("model.precision=", model::precision_name(mc.precision))};
+  std::vector<std::string> o = {"name=" + mc.name, "model.preset="};
+  model::visit_model_fields(mc, [&](const char* name, const auto& v, const char*,
+                                    model::FieldUse use) {
+    if (use.yaml) o.push_back(cat("model.", name, "=", override_text(v)));
+  });
+  // The fields whose trainer-config form is elsewhere (FieldUse::yaml false).
+  std::vector<int64_t> windows = mc.layer_window;
+  for (int64_t& w : windows) w = w == 0 ? -1 : w;
+  o.push_back("model.window_pattern=" + override_text(windows));
+  o.push_back("model.force_full_last=0");
+  o.push_back("model.force_full_first=0");
+  o.push_back(cat("data.seq_len=", mc.max_seq_len));
+  o.push_back("model.precision=" + override_text(mc.precision));
   return o;
 }
 

@@ -8,10 +8,11 @@
 
 namespace olmo::train {
 
-Progress::Progress(int64_t total_steps, const std::string& mode, int64_t every)
+Progress::Progress(int64_t total_steps, ProgressMode mode, int64_t every)
     : total_(total_steps), every_(every < 1 ? 1 : every) {
-  silent_ = mode == "silent";
-  bar_ = !silent_ && (mode == "on" || (mode == "auto" && isatty(fileno(stderr))));
+  silent_ = mode == ProgressMode::silent;
+  bar_ = mode == ProgressMode::on ||
+         (mode == ProgressMode::automatic && isatty(fileno(stderr)));
 }
 
 void Progress::clear_line() {

@@ -7,10 +7,14 @@
 
 namespace olmo::train {
 
+// auto: a bar when stderr is a terminal; on: a bar; off: plain lines; silent: nothing (ranks > 0).
+// kProgressModeNames holds the names in this order (trainer.progress takes the first three).
+enum class ProgressMode { automatic, on, off, silent };
+inline constexpr const char* kProgressModeNames[] = {"auto", "on", "off", "silent"};
+
 class Progress {
  public:
-  // mode: "auto" | "on" | "off" ("off" = plain lines) | "silent" (prints nothing: ranks > 0).
-  Progress(int64_t total_steps, const std::string& mode, int64_t every);
+  Progress(int64_t total_steps, ProgressMode mode, int64_t every);
   // A training step finished; `summary` is the text after the bar (loss, tok/s, ...).
   void step(int64_t step, const std::string& summary);
   // A message that must not be overwritten by the bar (eval results, checkpoints).

@@ -180,7 +180,7 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
   opt.pad_id = uint32_t(ours.data.pad_id);
   opt.validate = false;
   data::FslDataset ds(data::expand_token_paths(ours.data.mix), ours.data.seq_len,
-                      uint32_t(ours.model.vocab_size), opt);
+                      uint32_t(ours.model.arch.vocab_size), opt);
 
   auto fail = [&](int64_t s, const std::string& q, const std::string& a, const std::string& b,
                   const std::string& bound) { out.failures.push_back({s, q, a, b, bound}); };

@@ -37,12 +37,12 @@ class ProfileOutsideComm {
 
 optim::ScheduleConfig schedule_config(const Config& c) {
   optim::ScheduleConfig s;
-  s.name = c.scheduler.name;
+  s.name = c.scheduler.name.value();  // validate() requires it
   s.units = "steps";
   s.alpha_f = c.scheduler.alpha_f;
   s.warmup_min_lr = c.scheduler.warmup_min_lr;
-  if (s.name != "constant") s.warmup = c.scheduler.warmup_steps;
-  if (s.name == "wsd") s.decay = c.scheduler.decay_steps;
+  if (s.name != optim::ScheduleKind::constant) s.warmup = c.scheduler.warmup_steps;
+  if (s.name == optim::ScheduleKind::wsd) s.decay = c.scheduler.decay_steps;
   return s;
 }
 

@@ -240,7 +240,7 @@ void Trainer::start() {
     warnings_.push_back(cat("the LR schedule changed at this resume (trainer.allow_schedule_change): ",
                             (*schedule_change_)["changed"].get<std::string>()));
   }
-  progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : "silent",
+  progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : ProgressMode::silent,
                                          cfg_.trainer.log_interval);
 }
 

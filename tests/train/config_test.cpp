@@ -53,7 +53,7 @@ TEST(Config, Stage1MirrorsTheOfficialScript) {
   EXPECT_EQ(c.data.seq_len, 8192);
   EXPECT_EQ(c.data.global_batch_tokens, 4194304);
   EXPECT_EQ(c.optim.lr, 3e-4);
-  EXPECT_EQ(c.scheduler.name, "cos_with_warmup");
+  EXPECT_EQ(c.scheduler.name, olmo::optim::ScheduleKind::cos_with_warmup);
   EXPECT_EQ(c.scheduler.warmup_steps, 2000);
   EXPECT_EQ(c.scheduler.alpha_f, 0.1);
   EXPECT_EQ(schedule_steps(c), 1192093);   // ceil(5e12 / 4,194,304), spec 4.3
@@ -78,7 +78,7 @@ TEST(Config, Part2AndStage2And3InheritStage1) {
   validate(s2, false);
   EXPECT_EQ(s2.files.size(), 2u);
   EXPECT_EQ(s2.optim.lr, 2.0712352850360292e-4);
-  EXPECT_EQ(s2.scheduler.name, "linear_with_warmup");
+  EXPECT_EQ(s2.scheduler.name, olmo::optim::ScheduleKind::linear_with_warmup);
   EXPECT_EQ(s2.scheduler.warmup_steps, 0);
   EXPECT_EQ(s2.scheduler.alpha_f, 0.0);
   EXPECT_EQ(schedule_steps(s2), 47684);    // spec 4.1

@@ -79,7 +79,7 @@ json as_json(const ModelConfig& c) { return model::model_config_to_json(c); }
 std::set<std::string> diff(const ModelConfig& a, const ModelConfig& b) {
   std::vector<std::pair<std::string, std::string>> x, y;
   auto collect = [](std::vector<std::pair<std::string, std::string>>& out) {
-    return [&out](const char* name, const auto& member, const char*) {
+    return [&out](const char* name, const auto& member, const char*, model::FieldUse) {
       std::ostringstream o;
       o.precision(17);
       using T = std::decay_t<decltype(member)>;
