@@ -25,7 +25,7 @@ model::ModelConfig model_config_for_this_cpu(const Config& c);
 
 // The key=value overrides that express `mc` in the YAML `model:` section (plus data.seq_len for
 // max_seq_len and the top-level name): model_config() of a config with them applied gives `mc`
-// back, every field of model/config_fields.h included (tests/train/model_config_yaml_test.cpp).
+// back, every field of model/config_fields.h included (tests/train/model_config_roundtrip_test.cpp).
 std::vector<std::string> model_overrides(const model::ModelConfig& mc);
 
 // model.precision resolved for this CPU, and why. fp32: always. bf16_mixed: refused (an
