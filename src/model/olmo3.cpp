@@ -86,15 +86,21 @@ size_t Olmo3::activation_bytes() const {
 
 // ------------------------------------------------------------------------ bf16_mixed operands
 
+// Places every matrix except the embedding in bf16 space (at = running count in layout order,
+// so each parameter unit's matrices are contiguous there).
+void Olmo3::place_bf16() {
+  if (!wb_at_.empty()) return;
+  size_t n = 0;
+  for (const ParamInfo& p : layout_.info)
+    if (p.shape.size() == 2 && !p.is_embedding) wb_at_.push_back({p.offset, n, p.numel}), n += p.numel;
+  std::sort(wb_at_.begin(), wb_at_.end(),
+            [](const WbSlot& a, const WbSlot& b) { return a.off < b.off; });
+}
+
 void Olmo3::refresh_bf16() {
-  if (wb_at_.empty()) {  // first use: place every matrix except the embedding
-    size_t n = 0;
-    for (const ParamInfo& p : layout_.info)
-      if (p.shape.size() == 2 && !p.is_embedding) wb_at_.push_back({p.offset, n, p.numel}), n += p.numel;
-    std::sort(wb_at_.begin(), wb_at_.end(),
-              [](const WbSlot& a, const WbSlot& b) { return a.off < b.off; });
-    wb_.resize(n);
-  }
+  place_bf16();
+  const size_t total = wb_at_.back().at + wb_at_.back().n;
+  if (wb_.size() < total) wb_.resize(total);
   const float* P = params_.data();
   for (const WbSlot& w : wb_at_) f32_to_bf16(P + w.off, wb_.data() + w.at, int64_t(w.n));
   bf16_stale_ = false;
@@ -106,7 +112,10 @@ Olmo3::Operand Olmo3::weight(const UnitView& U, size_t off) const {
   auto it = std::lower_bound(wb_at_.begin(), wb_at_.end(), off,
                              [](const WbSlot& a, size_t o) { return a.off < o; });
   OLMO_CHECK(it != wb_at_.end() && it->off == off, "Olmo3: no bf16 copy of the tensor at ", off);
-  return {nullptr, wb_.data() + it->at};
+  OLMO_CHECK(!provider_ || (wb_unit_ >= 0 && off >= units_[size_t(wb_unit_)].begin &&
+                            off < units_[size_t(wb_unit_)].end),
+             "Olmo3: the bf16 copy of the tensor at ", off, " is not the acquired unit's");
+  return {nullptr, wb_.data() + (it->at - wb_base_)};
 }
 
 Olmo3::Operand Olmo3::act(const float* x, int64_t n, int slot) {
@@ -129,19 +138,34 @@ void Olmo3::mm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, Operand A, Ope
 
 void Olmo3::set_param_provider(ParamProvider* p) {
   OLMO_CHECK(p, "model '", cfg_.name, "': set_param_provider needs a provider");
-  OLMO_CHECK(!bf16(), "model '", cfg_.name, "': sharded parameters (dist.zero_stage 3) support "
-             "precision fp32 only (bf16_mixed keeps a full bf16 weight copy)");
   provider_ = p;
   params_ = FloatBuffer();
   grads_ = FloatBuffer();
+  std::vector<bf16_t>().swap(wb_);  // bf16_mixed: from now on one unit's bf16 copy at a time
 }
 
 UnitView Olmo3::acquire(int64_t u) {
   const size_t b = units_[size_t(u)].begin;
-  return {provider_ ? provider_->acquire(u) : params_.data() + b, b};
+  if (!provider_) return {params_.data() + b, b};
+  const UnitView U{provider_->acquire(u), b};
+  if (bf16()) {  // the bf16 copy of this unit's matrices only (refreshed at every acquire)
+    place_bf16();
+    const auto by_off = [](const WbSlot& a, size_t o) { return a.off < o; };
+    auto first = std::lower_bound(wb_at_.begin(), wb_at_.end(), b, by_off);
+    auto last = std::lower_bound(first, wb_at_.end(), units_[size_t(u)].end, by_off);
+    wb_base_ = first == last ? 0 : first->at;
+    const size_t need = first == last ? 0 : (last - 1)->at + (last - 1)->n - wb_base_;
+    if (wb_.size() < need) wb_.resize(need);
+    for (auto it = first; it != last; ++it)
+      f32_to_bf16(U.at(it->off), wb_.data() + (it->at - wb_base_), int64_t(it->n));
+    wb_unit_ = u;
+  }
+  return U;
 }
 void Olmo3::release(int64_t u) {
-  if (provider_) provider_->release(u);
+  if (!provider_) return;
+  wb_unit_ = -1;
+  provider_->release(u);
 }
 UnitGrad Olmo3::grad(int64_t u) {
   const size_t b = units_[size_t(u)].begin;
@@ -283,7 +307,7 @@ const RopeTable& Olmo3::rope_for(int64_t layer) const {
 // Runs embedding, all blocks and the final norm; leaves the normed hidden states in acts_->xf.
 UnitView Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
   Acts& A = *acts_;
-  if (bf16() && bf16_stale_) refresh_bf16();
+  if (bf16() && bf16_stale_ && !provider_) refresh_bf16();
   const UnitView E = acquire(embed_unit());
   embedding_forward(E.at(layout_.embed), tokens, B * T, cfg_.d_model, A.L[0].x, cfg_.vocab_size);
   release(embed_unit());

@@ -33,8 +33,8 @@
 // Parameter units (param_units.h): every forward/backward reads a unit's weights between
 // acquire and release and writes its gradient between grad and grad_done. By default these are
 // offsets into the model's own flat buffers (no copies, the same kernel calls). With a
-// ParamProvider set (ZeRO-3, fp32 only) the model frees its own buffers and the provider
-// supplies each unit's weights and takes each unit's gradient.
+// ParamProvider set (ZeRO-3) the model frees its own buffers and the provider supplies each
+// unit's weights and takes each unit's gradient.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -96,7 +96,8 @@ class Olmo3 {
   // Hands the parameters to `p` (which must outlive the model's use; null is refused): from
   // here on every forward/backward gets each unit's weights from p and gives p each unit's
   // gradient, and the model's own full buffers are freed (params(), grads() and zero_grad()
-  // throw). fp32 only: bf16_mixed's weight copy would be a full one.
+  // throw). bf16_mixed: the bf16 copy then covers the acquired unit only, rebuilt from its
+  // fp32 weights at every acquire (the same bits as the full copy).
   // With a provider the starting weights go to the provider's storage: init_weights_range.
   void set_param_provider(ParamProvider* p);
   bool has_param_provider() const { return provider_ != nullptr; }
@@ -140,6 +141,7 @@ class Olmo3 {
   // Takes the acquired head unit and its open gradient (the LM head's part written).
   void backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T,
                 const UnitView& head, const UnitGrad& head_grad);
+  void place_bf16();
   void refresh_bf16();
   void own_storage() const {
     OLMO_CHECK(!provider_ && params_.data(), "model '", cfg_.name, "': its parameters are "
@@ -179,6 +181,9 @@ class Olmo3 {
     size_t off, at, n;  // fp32 offset, offset in wb_, elements
   };
   std::vector<WbSlot> wb_at_;           // the matrices with a bf16 copy, by fp32 offset
+  // With a provider wb_ holds one unit's matrices: wb_[at - wb_base_], unit wb_unit_ (-1: none).
+  size_t wb_base_ = 0;
+  int64_t wb_unit_ = -1;
   std::vector<kernels::bf16_t> xb_[4];   // bf16 activation scratch (bf16_mixed)
   bool bf16_stale_ = true;
   int64_t bf16_refreshes_ = 0;

@@ -168,7 +168,7 @@ static void visit_fields(C& c, V&& v) {
     "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)");
   v("dist.zero_stage", c.dist.zero_stage,
     "2: full parameters on every process (ZeRO-1/2); 3: parameters sharded too, each block "
-    "all-gathered before use (exact reduce, fp32, no evaluation during training)");
+    "all-gathered before use (needs dist.reduce=exact; no evaluation during training)");
   v("validation.interval", c.validation.interval, "validation record every N steps; 0 = off");
   v("validation.sets", c.validation.sets,
     "validation sets, label: held-out path (empty: eval.sets)");
@@ -717,9 +717,6 @@ void validate(const Config& c, bool check_files) {
   if (c.dist.zero_stage == 3) {
     OLMO_CHECK(c.dist.reduce == dist::ReduceMode::exact, at(c, "dist.zero_stage"),
                " = 3 needs dist.reduce=exact (the per-block gradient reduction is the exact one)");
-    OLMO_CHECK(c.model.precision != PrecisionSetting::bf16_mixed, at(c, "dist.zero_stage"),
-               " = 3 supports model.precision fp32 only (bf16_mixed keeps a full bf16 weight "
-               "copy)");
     OLMO_CHECK(c.trainer.init_from_hf.empty(), at(c, "dist.zero_stage"), " = 3 cannot start "
                "from trainer.init_from_hf (no process holds a full parameter buffer to load "
                "it into)");

@@ -100,12 +100,6 @@ TrainerParts build_trainer_parts(Config cfg) {
       mc.precision = model::Precision::fp32;
     }
   }
-  // dist.zero_stage 3 runs fp32 only (config validation refuses bf16_mixed; auto -> fp32 here).
-  if (cfg.dist.zero_stage == 3 && mc.precision == model::Precision::bf16_mixed) {
-    if (rank == 0)
-      std::fprintf(stderr, "precision: auto -> fp32 (dist.zero_stage 3 runs fp32 only)\n");
-    mc.precision = model::Precision::fp32;
-  }
   // bf16_mixed's attention kernels are chosen per process by a start-up probe
   // (kernels::attention_bf16_chosen); every rank must run the same ones, so bf16 attention only
   // where every rank chose it.

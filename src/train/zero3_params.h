@@ -11,7 +11,8 @@
 // (its backward needs no weights; with activation checkpointing the recompute uses the same
 // gather), and nothing is prefetched: each gather waits for the wire.
 // Memory per rank: the shard (4 P / W bytes) plus two working buffers of the largest unit
-// (the embedding or the head, 4 V D bytes each, else a block), instead of 8 P bytes.
+// (the embedding or the head, 4 V D bytes each, else a block), instead of 8 P bytes
+// (bf16_mixed: the model's bf16 copy shrinks from 2 bytes per matrix parameter to one unit's).
 // Collective: every rank makes the same calls in the same order (the model's forward/backward
 // do). Outside TrainModule::train_batch the provider refuses (an evaluation on one rank would
 // hang in the gather): evaluation needs the full parameters on that rank.

@@ -7,10 +7,11 @@ ZeRO-2 (fp32, dist.reduce=exact), and the memory it saves.
    pieces) and the checkpoint's layout-independent fingerprints must be bitwise equal. Also
    stage 3 with activation checkpointing (mode full: the recompute gathers the block again),
    on 3 processes with the sharded exact accumulator (the per-block integer reduce-scatter),
-   and on 1 process.
+   on 1 process, and in bf16_mixed (the model's per-unit bf16 copy against its full one; bf16
+   attention kernels where the CPU has AVX512_BF16, else OLMO_BF16=emulate and fp32 attention).
 2. Resume across stages: stage 3 for 3 steps then stage 2 to 6 (np 2 -> 3), and stage 2 for
    3 steps then stage 3 to 6 (np 2): bitwise equal to the reference.
-3. Bad input: dist.zero_stage=3 with dist.reduce=fast, or with model.precision=bf16_mixed, and
+3. Bad input: dist.zero_stage=3 with dist.reduce=fast or trainer.init_from_hf, and
    dist.zero_stage=1: clear errors naming the key.
 4. Memory: a wider model (about 25 M parameters, so weights and gradients dominate the
    resident set) trains 1 step on 2 processes under stage 2 and 3, each rank wrapped in
@@ -81,8 +82,15 @@ def main():
     same(path("z3sh"), path("ref"), "np 3 stage 3 with the sharded accumulator")
     du.train(1, ov("z3one", ["dist.zero_stage=3"]))
     same(path("z3one"), path("ref"), "np 1 stage 3")
-    print("stage 3 bitwise equal to stage 2 (np 2, np 2 + act. ckpt, np 3 sharded, np 1): losses",
-          [round(v[0], 6) for v in du.steps(path("ref")).values()])
+    native = "avx512_bf16" in open("/proc/cpuinfo").read()
+    env = {"OLMO_ATTN_BF16": "1"} if native else {"OLMO_BF16": "emulate", "OLMO_ATTN_BF16": "0"}
+    for z in (2, 3):
+        du.train(2, ov(f"bf{z}", [f"dist.zero_stage={z}", "model.precision=bf16_mixed"]), env=env)
+    same(path("bf3"), path("bf2"), "np 2 bf16_mixed stage 3 vs stage 2")
+    check(du.start_record(path("bf3"))["precision"] == "bf16_mixed", "bf16 run: not bf16_mixed")
+    check(du.steps(path("bf2")) != du.steps(path("ref")), "bf16 run: the fp32 run's losses")
+    print("stage 3 bitwise equal to stage 2 (np 2, np 2 + act. ckpt, np 3 sharded, np 1, "
+          "np 2 bf16_mixed): losses", [round(v[0], 6) for v in du.steps(path("ref")).values()])
 
     # 2. resume across stages
     du.train(2, ov("x32", ["dist.zero_stage=3", "trainer.hard_stop_steps=3"]))
@@ -95,7 +103,8 @@ def main():
 
     # 3. bad input
     for extra, want in ((["dist.zero_stage=3", "dist.reduce=fast"], "needs dist.reduce=exact"),
-                        (["dist.zero_stage=3", "model.precision=bf16_mixed"], "fp32 only"),
+                        (["dist.zero_stage=3", "trainer.init_from_hf=/nonexistent"],
+                         "init_from_hf"),
                         (["dist.zero_stage=1"], "must be 2 or 3")):
         p = du.train(2, ov("bad", extra), check=False)
         check(p.returncode != 0 and "dist.zero_stage" in p.stderr and want in p.stderr,

@@ -2,12 +2,14 @@
 // layout; a model without its own buffers, fed by a provider that hands out copies of one unit
 // at a time (poisoning the copy on release and the gradient buffer on grad, so a read after
 // release or a missed zeroing shows), gives BITWISE the default model's loss sums, gradients
-// and logits, with and without activation checkpointing and document masking; the hooks come
+// and logits, with and without activation checkpointing and document masking, and in
+// bf16_mixed (the per-unit bf16 copy against the full one); the hooks come
 // in the documented order; init_weights_range equals init_weights' slice; a model without
 // storage refuses params().
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/bf16.h"
 #include "model/olmo3.h"
 #include "model/param_units.h"
 
@@ -97,8 +100,12 @@ TEST(ParamUnits, TileTheLayoutInOrder) {
 }
 
 TEST(ParamProvider, GivesTheDefaultModelsBits) {
-  for (AcMode mode : {AcMode::none, AcMode::full}) {
-    const ModelConfig c = cfg(mode);
+  if (!olmo::kernels::bf16_usable()) setenv("OLMO_BF16", "emulate", 1);
+  ASSERT_TRUE(olmo::kernels::bf16_usable());
+  for (int k = 0; k < 3; ++k) {
+    const AcMode mode = k == 1 ? AcMode::full : AcMode::none;
+    ModelConfig c = cfg(mode);
+    if (k == 2) c.precision = Precision::bf16_mixed;  // the per-unit bf16 copy vs the full one
     Olmo3 ref(c);
     ref.init_weights(5);
     Olmo3 m(c, /*own_storage=*/false);
@@ -118,7 +125,7 @@ TEST(ParamProvider, GivesTheDefaultModelsBits) {
       EXPECT_EQ(s1.ce_sum, s2.ce_sum);
       EXPECT_EQ(s1.z_sum, s2.z_sum);
       ASSERT_EQ(0, std::memcmp(ref.grads(), p.grads().data(), ref.num_params() * sizeof(float)))
-          << ac_mode_name(mode) << " micro-batch " << micro;
+          << ac_mode_name(mode) << " case " << k << " micro-batch " << micro;
     }
     // One micro-batch's calls: forward units in order, the head kept through the loss, then
     // the backward from the last block, the embedding's gradient without its weights.
