@@ -15,7 +15,7 @@ ZeRO-2 (fp32, dist.reduce=exact), and the memory it saves.
    dist.zero_stage=1: clear errors naming the key.
 4. Memory: a wider model (about 25 M parameters, so weights and gradients dominate the
    resident set) trains 1 step on 2 processes under stage 2 and 3, each rank wrapped in
-   /usr/bin/time (peak RSS). The measured saving per rank (stage 2 peak - stage 3 peak) must be
+   /usr/bin/time (peak RSS, one file per rank). The measured saving per rank (stage 2 peak - stage 3 peak) must be
    within 15% of what the planner says (`olmo train --dry-run` plan bytes: weights + grads).
 """
 import os
@@ -50,18 +50,20 @@ def plan_bytes(overrides):
     return int(m.group(1)) + int(m.group(2))
 
 
-def peak_rss(np_, overrides):
-    """Per-rank peak RSS in bytes (/usr/bin/time -f around each rank)."""
+def peak_rss(np_, overrides, out_dir):
+    """Peak RSS in bytes of each rank, in rank order (/usr/bin/time around each rank, written
+    to out_dir/rss.RANK)."""
     exe = os.environ.get("OLMO_BIN", "build/olmo")
-    cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(np_), "/usr/bin/time",
-           "-f", "PEAK_RSS_KIB %M", exe, "train", du.td.tiny_config(), *overrides]
+    os.makedirs(out_dir, exist_ok=True)
+    wrap = ('exec /usr/bin/time -f %M -o "$0/rss.$OMPI_COMM_WORLD_RANK" "$@"')
+    cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(np_), "sh", "-c", wrap,
+           out_dir, exe, "train", du.td.tiny_config(), *overrides]
     e = dict(os.environ)
     e.pop("OMP_NUM_THREADS", None)
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    kib = [int(x) for x in re.findall(r"PEAK_RSS_KIB (\d+)", p.stderr)]
-    assert len(kib) == np_, p.stderr
-    return [k * 1024 for k in kib]
+    return [int(open(os.path.join(out_dir, f"rss.{r}")).read().split()[-1]) * 1024
+            for r in range(np_)]
 
 
 def main():
@@ -116,7 +118,8 @@ def main():
             "model.ffn_hidden=1536", "trainer.check_memory=false"]
     rss, planned = {}, {}
     for z in (2, 3):
-        rss[z] = peak_rss(2, ov(f"rss{z}", wide + [f"dist.zero_stage={z}"], steps=1))
+        rss[z] = peak_rss(2, ov(f"rss{z}", wide + [f"dist.zero_stage={z}"], steps=1),
+                          path(f"rss{z}_time"))
         planned[z] = plan_bytes(ov(f"rss{z}", wide + [f"dist.zero_stage={z}", "data.processes=2"],
                                    steps=1))
     saved = [a - b for a, b in zip(rss[2], rss[3])]
