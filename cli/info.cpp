@@ -34,6 +34,7 @@ int run_info(int argc, char** argv) {
         "usage: olmo info (--preset NAME | --config config.json | --checkpoint DIR) [--vocab hf|padded]\n"
         "                 [--seq S]\n"
         "                 [--batch B] [--processes N] [--reduce exact|fast] [--micro-batches K]\n"
+        "                 [--zero-stage 2|3]\n"
         "                 [--json]\n"
         "       olmo info --config-reference   (every training config key, as docs/config.md)\n"
         "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
@@ -44,8 +45,10 @@ int run_info(int argc, char** argv) {
         "  --vocab   padded (100352, default) or hf (100278); presets only\n"
         "  --seq     sequence length for FLOPs/activations (default: the model's max_seq_len)\n"
         "  --batch   micro-batch size (sequences) for the activation memory (default 1)\n"
-        "  --processes  data-parallel processes: the per-rank ZeRO-1/2 plan and the bytes each\n"
+        "  --processes  data-parallel processes: the per-rank ZeRO plan and the bytes each\n"
         "            rank moves per step (default 1)\n"
+        "  --zero-stage  2 (default: full parameters per process; the ZeRO-3 table is printed\n"
+        "            too) or 3 (parameters sharded, dist.zero_stage=3)\n"
         "  --reduce  exact (default) or fast gradient reduction (see src/distributed/zero.h)\n"
         "  --micro-batches  micro-batches per rank per step\n"
         "  --exact-accumulator  auto (default: dist::local_accumulator, sharded above 8\n"
@@ -62,7 +65,7 @@ int run_info(int argc, char** argv) {
     return 0;
   }
   a.finish({"--preset", "--config", "--checkpoint", "--vocab", "--seq", "--batch", "--json", "--processes",
-            "--reduce", "--micro-batches", "--exact-accumulator"});
+            "--reduce", "--micro-batches", "--exact-accumulator", "--zero-stage"});
   OLMO_CHECK(int(a.has("--preset")) + int(a.has("--config")) + int(a.has("--checkpoint")) == 1,
              "give exactly one of --preset, --config, --checkpoint");
   std::string vocab = a.get("--vocab", "padded");
@@ -104,8 +107,12 @@ int run_info(int argc, char** argv) {
   const std::string acc_arg = a.get("--exact-accumulator", "auto");
   check_choice("--exact-accumulator", "dist.exact_accumulator", acc_arg);
   const std::string acc = olmo::dist::local_accumulator(acc_arg, W, K) ? "local" : "sharded";
-  MemoryPlan m = memory_plan(c, S, mb, W, exact, K, acc == "local");
-  const olmo::train::PlanInputs plan_in{S, mb, W, exact, acc_arg, 0, K};
+  const int zs = int(a.get_int("--zero-stage", 2));
+  OLMO_CHECK(zs == 2 || zs == 3, "--zero-stage must be 2 or 3, got ", zs);
+  OLMO_CHECK(zs == 2 || exact, "--zero-stage 3 needs --reduce exact");
+  MemoryPlan m = memory_plan(c, S, mb, W, exact, K, acc == "local", zs);
+  olmo::train::PlanInputs plan_in{S, mb, W, exact, acc_arg, 0, K};
+  plan_in.zero_stage = zs;
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
 
@@ -125,6 +132,7 @@ int run_info(int argc, char** argv) {
     j["flops_per_token"] = f;
     j["olmo_core_flops_per_token"] = fo;
     j["memory"] = {{"processes", m.processes},
+                   {"zero_stage", zs},
                    {"reduce", reduce},
                    {"exact_accumulator", acc},
                    {"weights_bytes", m.weights},
@@ -162,11 +170,13 @@ int run_info(int argc, char** argv) {
               "avg keys attended, + 6 x lm_head)\n", f, (long long)S);
   std::printf("olmo_core_flops       %.4e   (OLMo-core: 6 N_non_embedding + 12 L H hd S)\n", fo);
   std::printf("memory plan per process (fp32, seq %lld x micro-batch %lld, %lld process%s, "
-              "ZeRO-1/2, reduce %s%s):\n", (long long)S, (long long)mb, (long long)W,
-              W == 1 ? "" : "es", reduce.c_str(),
+              "%s, reduce %s%s):\n", (long long)S, (long long)mb, (long long)W,
+              W == 1 ? "" : "es", zs == 3 ? "ZeRO-3" : "ZeRO-1/2", reduce.c_str(),
               exact ? (acc == "local" ? ", local accumulator" : ", sharded accumulator") : "");
-  std::printf("  weights %.2f GiB, grads %.2f GiB, AdamW moments %.2f GiB (1/%lld)\n",
-              gib(m.weights), gib(m.grads), gib(m.adam_moments), (long long)W);
+  std::printf("  weights %.2f GiB, grads %.2f GiB%s, AdamW moments %.2f GiB (1/%lld)\n",
+              gib(m.weights), gib(m.grads),
+              zs == 3 ? " (1/N shard + one parameter unit; one unit)" : "", gib(m.adam_moments),
+              (long long)W);
   std::printf("  reduced-gradient shard %.2f GiB, exact accumulator %.2f GiB\n",
               gib(m.grad_shard), gib(m.reduce_accumulator));
   std::printf("  activations %s bytes/token stored + %s bytes/token scratch = %.2f GiB per "

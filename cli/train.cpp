@@ -47,8 +47,9 @@ void dry_run(const olmo::train::Config& c) {
   const int64_t micro = p.micro_instances, W = p.processes;
   const model::MemoryPlan& mp = p.memory;
   std::printf("# memory plan per process (fp32, micro-batch %lld x %lld tokens, %lld process%s "
-              "(data.processes; 0 = the launched world), ZeRO-1/2, dist.reduce %s%s)\n",
+              "(data.processes; 0 = the launched world), %s, dist.reduce %s%s)\n",
               (long long)micro, (long long)c.data.seq_len, (long long)W, W == 1 ? "" : "es",
+              c.dist.zero_stage == 3 ? "ZeRO-3" : "ZeRO-1/2",
               train::choice_name(c.dist.reduce).c_str(),
               p.exact ? (p.local_accumulator ? ", local accumulator" : ", sharded accumulator") : "");
   std::printf("weights %.3f GiB, grads %.3f GiB, AdamW moments %.3f GiB, gradient shard %.3f "
@@ -64,9 +65,10 @@ void dry_run(const olmo::train::Config& c) {
               (long long)mp.activations, (long long)mp.total, (long long)mp.comm_bytes_per_step);
 
   const int64_t G = p.global_instances, t_max = p.schedule_steps, run = p.run_steps;
-  std::printf("%s", train::plan_text(mc, {c.data.seq_len, micro, W, p.exact,
-                                           train::choice_name(c.dist.exact_accumulator),
-                                           G / micro}).c_str());
+  train::PlanInputs plan_in{c.data.seq_len, micro, W, p.exact,
+                            train::choice_name(c.dist.exact_accumulator), G / micro};
+  plan_in.zero_stage = int(c.dist.zero_stage);
+  std::printf("%s", train::plan_text(mc, plan_in).c_str());
   std::printf("# steps\n");
   std::printf("global batch: %lld instances x %lld = %s tokens; %lld micro-batches of %lld "
               "instances per process x %lld processes\n",

@@ -84,23 +84,24 @@ void GradReducer::begin_step() {
 // stage[r * S + i]; the reduce-scatter sums it over ranks into recv; drain(k, recv, n) consumes
 // the n valid elements of this rank's slice. Two buckets in flight.
 template <class T, class Fill, class Drain>
-void GradReducer::bucketed_reduce_scatter(Type t, Fill fill, Drain drain) {
+void GradReducer::bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len, Fill fill,
+                                          Drain drain) {
   std::vector<T>* stage = mode_ == ReduceMode::exact ? (std::vector<T>*)stage_i_
                                                      : (std::vector<T>*)stage_f_;
   std::vector<T>* recv = mode_ == ReduceMode::exact ? (std::vector<T>*)recv_i_
                                                     : (std::vector<T>*)recv_f_;
-  const size_t me = size_t(comm_.rank()), S = bucket_;
+  const size_t S = bucket_;
   Communicator::Request req[2];
   int64_t pending[2] = {-1, -1};
   auto complete = [&](int s) {
     if (pending[s] < 0) return;
     timed(comm_s_, [&] { comm_.wait(req[s]); });
     const size_t k = size_t(pending[s]);
-    const size_t lo = std::min(layout_.len(me), k * S), hi = std::min(layout_.len(me), (k + 1) * S);
+    const size_t lo = std::min(my_len, k * S), hi = std::min(my_len, (k + 1) * S);
     drain(k, recv[s].data(), hi - lo);
     pending[s] = -1;
   };
-  for (size_t k = 0; k < nbuckets_; ++k) {
+  for (size_t k = 0; k < nbuckets; ++k) {
     const int s = int(k % 2);
     complete(s);
     fill(k, stage[s].data());
@@ -112,8 +113,8 @@ void GradReducer::bucketed_reduce_scatter(Type t, Fill fill, Drain drain) {
     }
     pending[s] = int64_t(k);
   }
-  complete(int(nbuckets_ % 2));
-  complete(int((nbuckets_ + 1) % 2));
+  complete(int(nbuckets % 2));
+  complete(int((nbuckets + 1) % 2));
 }
 
 void GradReducer::add_micro_batch(const float* g) {
@@ -131,7 +132,7 @@ void GradReducer::add_micro_batch(const float* g) {
   // This rank's own block carries its accumulator plus its gradient, so the reduce-scatter
   // result is the new accumulator (integer sums: any order, same bits).
   bucketed_reduce_scatter<uint64_t>(
-      Type::fixed128,
+      Type::fixed128, nbuckets_, layout_.len(me),
       [&](size_t k, uint64_t* st) {
         for (size_t r = 0; r < W; ++r) {
           const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
@@ -166,7 +167,7 @@ bool GradReducer::finish(const float* g, float* shard) {
     // One integer reduce-scatter of the full local accumulators; each bucket of this rank's
     // shard is rounded to fp32 as it arrives.
     bucketed_reduce_scatter<uint64_t>(
-        Type::fixed128,
+        Type::fixed128, nbuckets_, layout_.len(size_t(comm_.rank())),
         [&](size_t k, uint64_t* st) {
           for (size_t r = 0; r < W; ++r) {
             const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
@@ -186,7 +187,7 @@ bool GradReducer::finish(const float* g, float* shard) {
     if (shard != g) std::memcpy(shard, g, layout_.numel * sizeof(float));
   } else {
     bucketed_reduce_scatter<float>(
-        Type::f32,
+        Type::f32, nbuckets_, layout_.len(size_t(comm_.rank())),
         [&](size_t k, float* st) {
           for (size_t r = 0; r < W; ++r) {
             const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
@@ -254,6 +255,86 @@ void GradReducer::allgather(float* params) {
     reqs.push_back(comm_.iallgatherv(params, counts, displs, Type::f32));
   }
   for (auto& r : reqs) comm_.wait(r);
+}
+
+// Rank r's part of the range [a, b): [lo, lo + n) of the flat vector (n = 0 when none).
+namespace {
+struct Part {
+  size_t lo = 0, n = 0;
+};
+Part part_of(const ShardLayout& L, size_t r, size_t a, size_t b) {
+  const size_t lo = std::max(a, L.begin(r)), hi = std::min(b, L.end(r));
+  return lo < hi ? Part{lo, hi - lo} : Part{};
+}
+}  // namespace
+
+void GradReducer::gather_range(const float* shard, size_t a, size_t b, float* out) {
+  OLMO_CHECK(a <= b && b <= layout_.numel, "gather_range: [", a, ", ", b, ") outside [0, ",
+             layout_.numel, ")");
+  const size_t W = layout_.world, me = size_t(comm_.rank());
+  const Part mine = part_of(layout_, me, a, b);
+  if (mine.n)
+    std::memcpy(out + (mine.lo - a), shard + (mine.lo - layout_.begin(me)), mine.n * sizeof(float));
+  if (W == 1) return;
+  std::vector<size_t> counts(W), displs(W);
+  for (size_t r = 0; r < W; ++r) {
+    const Part p = part_of(layout_, r, a, b);
+    counts[r] = p.n;
+    displs[r] = p.n ? p.lo - a : 0;
+  }
+  AddSeconds in_comm(comm_s_);
+  Communicator::Request req = comm_.iallgatherv(out, counts, displs, Type::f32);
+  comm_.wait(req);
+}
+
+void GradReducer::add_range(const float* g, size_t a, size_t b) {
+  OLMO_CHECK(mode_ == ReduceMode::exact, "add_range: exact reduction only");
+  OLMO_CHECK(a <= b && b <= layout_.numel, "add_range: [", a, ", ", b, ") outside [0, ",
+             layout_.numel, ")");
+  if (local_) {
+    // The step's first range clears the accumulator (ranges arrive in any order, so no
+    // first-write shortcut); integer adds from zero give add_micro_batch's bits.
+    if (fresh_) {
+      std::fill(acc_lo_.begin(), acc_lo_.begin() + layout_.numel, uint64_t(0));
+      std::fill(acc_hi_.begin(), acc_hi_.begin() + layout_.numel, uint64_t(0));
+      fresh_ = false;
+    }
+    bad_ = accumulate_fixed(acc_lo_.data() + a, acc_hi_.data() + a, g, b - a) || bad_;
+    return;
+  }
+  // Sharded: bucket k of rank r's block is its part's elements [k S, (k+1) S); this rank's
+  // own block carries its accumulator plus its gradient, as in add_micro_batch.
+  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
+  size_t longest = 0;
+  for (size_t r = 0; r < W; ++r) longest = std::max(longest, part_of(layout_, r, a, b).n);
+  const Part mine = part_of(layout_, me, a, b);
+  const size_t at = mine.n ? mine.lo - layout_.begin(me) : 0;  // in the shard accumulator
+  bool bad = false;
+  bucketed_reduce_scatter<uint64_t>(
+      Type::fixed128, (longest + S - 1) / S, mine.n,
+      [&](size_t k, uint64_t* st) {
+        for (size_t r = 0; r < W; ++r) {
+          const Part p = part_of(layout_, r, a, b);
+          const size_t lo = std::min(p.n, k * S), n = std::min(p.n, (k + 1) * S) - lo;
+          uint64_t* blo = st + r * 2 * S;
+          uint64_t* bhi = blo + S;
+          const float* src = g + (p.lo - a) + lo;
+          if (r == me) {
+            std::copy(acc_lo_.data() + at + lo, acc_lo_.data() + at + lo + n, blo);
+            std::copy(acc_hi_.data() + at + lo, acc_hi_.data() + at + lo + n, bhi);
+            bad |= accumulate_fixed(blo, bhi, src, n);
+          } else {
+            bad |= convert_fixed(blo, bhi, src, n);
+          }
+          std::fill(blo + n, blo + S, uint64_t(0));
+          std::fill(bhi + n, bhi + S, uint64_t(0));
+        }
+      },
+      [&](size_t k, const uint64_t* rv, size_t n) {
+        std::copy(rv, rv + n, acc_lo_.data() + at + k * S);
+        std::copy(rv + S, rv + S + n, acc_hi_.data() + at + k * S);
+      });
+  bad_ = bad_ || bad;
 }
 
 }  // namespace olmo::dist

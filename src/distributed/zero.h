@@ -22,6 +22,12 @@
 //   * global_norm(): the L2 norm of the distributed gradient; exact mode sums the squares in
 //     fixed point scaled by the global max (order-free), fast mode in double.
 //   * allgather(): every rank's updated parameter shard to every rank (bucketed, in place).
+//   * ZeRO-3 (parameters sharded too; the caller cuts the flat vector into ranges, e.g. one
+//     transformer block): gather_range() assembles the parameters [a, b) on every rank from
+//     the ranks' shards; add_range() adds one micro-batch's gradient of [a, b) to the exact sum
+//     (local: into the local accumulator; sharded: an integer reduce-scatter of just that
+//     range into its owners' accumulators). The sums are the same integers as add_micro_batch's
+//     over the whole vector, so finish() gives the same bits as ZeRO-2.
 // The model knows nothing of this: it writes one full fp32 gradient buffer per micro-batch.
 #pragma once
 #include <cstddef>
@@ -75,14 +81,23 @@ class GradReducer {
   // In place: params[P] on every rank gets every rank's shard [begin(r), end(r)).
   void allgather(float* params);
 
+  // ZeRO-3 (exact mode). out[b - a] on every rank = elements [a, b) of the flat parameter
+  // vector, gathered from every rank's shard (this rank's: shard[shard_len()]). Collective.
+  void gather_range(const float* shard, size_t a, size_t b, float* out);
+  // One micro-batch's gradient g[b - a] of the range [a, b) joins the step's sum. Per
+  // micro-batch the ranges a rank adds tile [0, P) once; every rank adds the same ranges in the
+  // same order (sharded accumulator: collective).
+  void add_range(const float* g, size_t a, size_t b);
+
   // Bytes allocated for accumulators and staging (memory plan test).
   size_t buffer_bytes() const;
   // Seconds spent inside communication calls (waits, starts, allreduce) since construction.
   double comm_seconds() const { return comm_s_; }
 
  private:
+  // nbuckets buckets of S elements per rank; my_len: the valid elements of this rank's slice.
   template <class T, class Fill, class Drain>
-  void bucketed_reduce_scatter(Type t, Fill fill, Drain drain);
+  void bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len, Fill fill, Drain drain);
 
   Communicator& comm_;
   ShardLayout layout_;

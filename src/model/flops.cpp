@@ -1,6 +1,8 @@
 // Parameter counts, FLOPs and memory plan (formulas documented in flops.h).
 #include "model/flops.h"
 
+#include <algorithm>
+
 #include "kernels/attention.h"
 #include "model/act_checkpoint.h"
 
@@ -87,7 +89,7 @@ int64_t scratch_floats_per_token(const ModelConfig& c) {
 
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
                        int64_t processes, bool exact, int64_t micro_batches_per_rank,
-                       bool exact_local) {
+                       bool exact_local, int zero_stage) {
   ParamCounts p = count_params(c);
   const int64_t W = processes < 1 ? 1 : processes;
   const int64_t shard = (p.total + W - 1) / W;  // elements of the largest shard
@@ -103,6 +105,15 @@ MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batc
   const double rs = !exact ? 4.0 * double(p.total)
                    : 16.0 * double(p.total) * (local ? 1.0 : double(micro_batches_per_rank));
   m.comm_bytes_per_step = int64_t(ring * (rs + 4.0 * double(p.total)));
+  if (zero_stage == 3) {
+    // Units: the embedding, each block, the head (final norm + lm_head).
+    const int64_t unit = std::max({p.embedding, p.per_layer, p.final_norm + p.lm_head});
+    m.weights = 4 * shard + 4 * unit;
+    m.grads = 4 * unit;
+    const double gathers = double(micro_batches_per_rank) * (2.0 * double(p.total) -
+                                                             double(p.embedding));
+    m.comm_bytes_per_step = int64_t(ring * (rs + 4.0 * gathers));
+  }
   m.activations_per_token = 4 * activation_floats_per_token(c);
   m.scratch_per_token = 4 * scratch_floats_per_token(c);
   m.micro_batch_tokens = seq_len * micro_batch;

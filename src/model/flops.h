@@ -78,8 +78,13 @@ int64_t activation_floats_per_token(const ModelConfig& c, const std::vector<char
 // The same for the model's own setting (c.act_ckpt, act_checkpoint.h checkpointed_blocks).
 int64_t activation_floats_per_token(const ModelConfig& c);
 int64_t scratch_floats_per_token(const ModelConfig& c);
+// zero_stage 3 (parameters sharded, train/zero3_params.h): weights = the 4P/W shard plus one
+// working buffer of the largest parameter unit (model/param_units.h), grads = one more such
+// buffer; the traffic adds an fp32 all-gather of P per forward and per backward of every
+// micro-batch and drops the all-gather after the update.
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
                        int64_t processes = 1, bool exact = false,
-                       int64_t micro_batches_per_rank = 1, bool exact_local = true);
+                       int64_t micro_batches_per_rank = 1, bool exact_local = true,
+                       int zero_stage = 2);
 
 }  // namespace olmo::model

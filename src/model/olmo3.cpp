@@ -59,16 +59,19 @@ struct Olmo3::Acts {
   float *dres, *tD, *F1, *F2, *F3, *Q1, *Q2, *K1, *K2, *K3;
 };
 
-Olmo3::Olmo3(const ModelConfig& c) : cfg_(c) {
+Olmo3::Olmo3(const ModelConfig& c, bool own_storage) : cfg_(c) {
   validate(cfg_, cat("model config '", cfg_.name, "'"));
   OLMO_CHECK(!bf16() || bf16_usable(), "model '", cfg_.name, "': precision bf16_mixed needs a "
              "CPU with AVX512_BF16 (native bf16 dot products, VDPBF16PS) and the AVX-512 kernels "
              "active; this one has none (or OLMO_ISA / OLMO_BF16=0 turned them off): use fp32 "
              "or auto (OLMO_BF16=emulate runs the bf16 numerics slowly, for tests)");
   layout_ = make_layout(cfg_);
+  units_ = param_units(layout_);
   ckpt_ = checkpointed_blocks(cfg_);
-  params_ = FloatBuffer(layout_.total);
-  grads_ = FloatBuffer(layout_.total);
+  if (own_storage) {
+    params_ = FloatBuffer(layout_.total);
+    grads_ = FloatBuffer(layout_.total);
+  }
   acts_ = std::make_unique<Acts>();
 }
 Olmo3::Olmo3(Olmo3&&) noexcept = default;
@@ -83,27 +86,36 @@ size_t Olmo3::activation_bytes() const {
 
 // ------------------------------------------------------------------------ bf16_mixed operands
 
+// Places every matrix except the embedding in bf16 space (at = running count in layout order,
+// so each parameter unit's matrices are contiguous there).
+void Olmo3::place_bf16() {
+  if (!wb_at_.empty()) return;
+  size_t n = 0;
+  for (const ParamInfo& p : layout_.info)
+    if (p.shape.size() == 2 && !p.is_embedding) wb_at_.push_back({p.offset, n, p.numel}), n += p.numel;
+  std::sort(wb_at_.begin(), wb_at_.end(),
+            [](const WbSlot& a, const WbSlot& b) { return a.off < b.off; });
+}
+
 void Olmo3::refresh_bf16() {
-  if (wb_at_.empty()) {  // first use: place every matrix except the embedding
-    size_t n = 0;
-    for (const ParamInfo& p : layout_.info)
-      if (p.shape.size() == 2 && !p.is_embedding) wb_at_.push_back({p.offset, n, p.numel}), n += p.numel;
-    std::sort(wb_at_.begin(), wb_at_.end(),
-              [](const WbSlot& a, const WbSlot& b) { return a.off < b.off; });
-    wb_.resize(n);
-  }
+  place_bf16();
+  const size_t total = wb_at_.back().at + wb_at_.back().n;
+  if (wb_.size() < total) wb_.resize(total);
   const float* P = params_.data();
   for (const WbSlot& w : wb_at_) f32_to_bf16(P + w.off, wb_.data() + w.at, int64_t(w.n));
   bf16_stale_ = false;
   ++bf16_refreshes_;
 }
 
-Olmo3::Operand Olmo3::weight(size_t off) const {
-  if (!bf16()) return {params_.data() + off, nullptr};
+Olmo3::Operand Olmo3::weight(const UnitView& U, size_t off) const {
+  if (!bf16()) return {U.at(off), nullptr};
   auto it = std::lower_bound(wb_at_.begin(), wb_at_.end(), off,
                              [](const WbSlot& a, size_t o) { return a.off < o; });
   OLMO_CHECK(it != wb_at_.end() && it->off == off, "Olmo3: no bf16 copy of the tensor at ", off);
-  return {nullptr, wb_.data() + it->at};
+  OLMO_CHECK(!provider_ || (wb_unit_ >= 0 && off >= units_[size_t(wb_unit_)].begin &&
+                            off < units_[size_t(wb_unit_)].end),
+             "Olmo3: the bf16 copy of the tensor at ", off, " is not the acquired unit's");
+  return {nullptr, wb_.data() + (it->at - wb_base_)};
 }
 
 Olmo3::Operand Olmo3::act(const float* x, int64_t n, int slot) {
@@ -122,6 +134,47 @@ void Olmo3::mm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, Operand A, Ope
     gemm(ta, tb, M, N, K, 1.0f, A.f, B.f, beta, C);
 }
 
+// ------------------------------------------------------------------------------ unit hooks
+
+void Olmo3::set_param_provider(ParamProvider* p) {
+  OLMO_CHECK(p, "model '", cfg_.name, "': set_param_provider needs a provider");
+  provider_ = p;
+  params_ = FloatBuffer();
+  grads_ = FloatBuffer();
+  std::vector<bf16_t>().swap(wb_);  // bf16_mixed: from now on one unit's bf16 copy at a time
+}
+
+UnitView Olmo3::acquire(int64_t u) {
+  const size_t b = units_[size_t(u)].begin;
+  if (!provider_) return {params_.data() + b, b};
+  const UnitView U{provider_->acquire(u), b};
+  if (bf16()) {  // the bf16 copy of this unit's matrices only (refreshed at every acquire)
+    place_bf16();
+    const auto by_off = [](const WbSlot& a, size_t o) { return a.off < o; };
+    auto first = std::lower_bound(wb_at_.begin(), wb_at_.end(), b, by_off);
+    auto last = std::lower_bound(first, wb_at_.end(), units_[size_t(u)].end, by_off);
+    wb_base_ = first == last ? 0 : first->at;
+    const size_t need = first == last ? 0 : (last - 1)->at + (last - 1)->n - wb_base_;
+    if (wb_.size() < need) wb_.resize(need);
+    for (auto it = first; it != last; ++it)
+      f32_to_bf16(U.at(it->off), wb_.data() + (it->at - wb_base_), int64_t(it->n));
+    wb_unit_ = u;
+  }
+  return U;
+}
+void Olmo3::release(int64_t u) {
+  if (!provider_) return;
+  wb_unit_ = -1;
+  provider_->release(u);
+}
+UnitGrad Olmo3::grad(int64_t u) {
+  const size_t b = units_[size_t(u)].begin;
+  return {provider_ ? provider_->grad(u) : grads_.data() + b, b};
+}
+void Olmo3::grad_done(int64_t u) {
+  if (provider_) provider_->grad_done(u);
+}
+
 // ------------------------------------------------------------------------------ init / grads
 
 namespace {
@@ -136,36 +189,45 @@ inline double uniform01(uint64_t& s) { return (double(splitmix64(s) >> 11) + 1.0
 }  // namespace
 
 void Olmo3::init_weights(uint64_t seed) {
+  float* P = params();
+  bf16_stale_ = true;
+  init_weights_range(seed, P, 0, layout_.total);
+}
+
+void Olmo3::init_weights_range(uint64_t seed, float* out, size_t lo, size_t hi) const {
   constexpr double kStd = 0.02;
   constexpr size_t kChunk = 1 << 16;
-  float* P = params_.data();
-  bf16_stale_ = true;
   for (size_t ti = 0; ti < layout_.info.size(); ++ti) {
     const ParamInfo& p = layout_.info[ti];
-    float* w = P + p.offset;
+    // The tensor's elements [a, e) (tensor-relative) that fall in [lo, hi).
+    const size_t a = std::max(lo, p.offset) - p.offset;
+    const size_t b = std::min(hi, p.offset + p.numel);
+    if (b <= p.offset + a) continue;
+    const size_t e = b - p.offset;
+    float* w = out + (p.offset + a - lo);  // w[i - a] = element i
     if (p.shape.size() == 1) {  // norm weight
-      std::fill(w, w + p.numel, 1.0f);
+      std::fill(w, w + (e - a), 1.0f);
       continue;
     }
-    const int64_t chunks = int64_t((p.numel + kChunk - 1) / kChunk);
+    const int64_t c0 = int64_t(a / kChunk), c1 = int64_t((e + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static)
-    for (int64_t ch = 0; ch < chunks; ++ch) {
+    for (int64_t ch = c0; ch < c1; ++ch) {
       uint64_t s = seed * 0x100000001b3ull ^ (uint64_t(ti) << 40) ^ uint64_t(ch);
       splitmix64(s);
       size_t i0 = size_t(ch) * kChunk, i1 = std::min(p.numel, i0 + kChunk);
-      for (size_t i = i0; i < i1; ++i) {
+      for (size_t i = i0; i < i1; ++i) {  // the whole chunk: its draws are sequential
         double z;
         do {  // Box-Muller, rejection outside +-3 sigma
           z = std::sqrt(-2.0 * std::log(uniform01(s))) * std::cos(2.0 * M_PI * uniform01(s));
         } while (std::fabs(z) > 3.0);
-        w[i] = float(kStd * z);
+        if (i >= a && i < e) w[i - a] = float(kStd * z);
       }
     }
   }
 }
 
 void Olmo3::zero_grad() {
-  float* g = grads_.data();
+  float* g = grads();
   const size_t n = layout_.total;
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < int64_t((n + 65535) / 65536); ++b) {
@@ -243,36 +305,41 @@ const RopeTable& Olmo3::rope_for(int64_t layer) const {
 // ----------------------------------------------------------------------------------- forward
 
 // Runs embedding, all blocks and the final norm; leaves the normed hidden states in acts_->xf.
-void Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
+UnitView Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
   Acts& A = *acts_;
-  const float* P = params_.data();
-  if (bf16() && bf16_stale_) refresh_bf16();
-  embedding_forward(P + layout_.embed, tokens, B * T, cfg_.d_model, A.L[0].x, cfg_.vocab_size);
-  for (int64_t l = 0; l < cfg_.n_layers; ++l)
-    block_forward(l, doc_ids, B, T, l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL);
-  rmsnorm_forward(A.xL, P + layout_.final_norm, A.xf, A.rfin, B * T, cfg_.d_model,
+  if (bf16() && bf16_stale_ && !provider_) refresh_bf16();
+  const UnitView E = acquire(embed_unit());
+  embedding_forward(E.at(layout_.embed), tokens, B * T, cfg_.d_model, A.L[0].x, cfg_.vocab_size);
+  release(embed_unit());
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    const UnitView U = acquire(block_unit(l));
+    block_forward(l, U, doc_ids, B, T, l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL);
+    release(block_unit(l));
+  }
+  const UnitView H = acquire(head_unit(cfg_.n_layers));
+  rmsnorm_forward(A.xL, H.at(layout_.final_norm), A.xf, A.rfin, B * T, cfg_.d_model,
                   cfg_.norm_eps);
+  return H;
 }
 
 // Block l from its input A.L[l].x: fills the block's activations (the recompute slot for a
 // checkpointed block) and, unless x_next is null (the recompute in backward), its output.
 // Uses scratch tD and F1 and bf16 slot 0.
-void Olmo3::block_forward(int64_t l, const int32_t* doc_ids, int64_t B, int64_t T,
-                          float* x_next) {
+void Olmo3::block_forward(int64_t l, const UnitView& U, const int32_t* doc_ids, int64_t B,
+                          int64_t T, float* x_next) {
   Acts& A = *acts_;
   const int64_t N = B * T, D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(),
                 F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
-  const float* P = params_.data();
   const float eps = cfg_.norm_eps;
   auto& a = A.L[l];
   const LayerOffsets& w = layout_.layers[l];
   // Attention sub-block.
   const Operand xo = act(a.x, N * D, 0);
-  mm(false, true, N, Q, D, xo, weight(w.q), 0.0f, a.q_raw);
-  mm(false, true, N, K, D, xo, weight(w.k), 0.0f, a.k_raw);
-  mm(false, true, N, K, D, xo, weight(w.v), 0.0f, a.v);
-  rmsnorm_forward(a.q_raw, P + w.q_norm, a.q, a.rq, N, Q, eps);
-  rmsnorm_forward(a.k_raw, P + w.k_norm, a.k, a.rk, N, K, eps);
+  mm(false, true, N, Q, D, xo, weight(U, w.q), 0.0f, a.q_raw);
+  mm(false, true, N, K, D, xo, weight(U, w.k), 0.0f, a.k_raw);
+  mm(false, true, N, K, D, xo, weight(U, w.v), 0.0f, a.v);
+  rmsnorm_forward(a.q_raw, U.at(w.q_norm), a.q, a.rq, N, Q, eps);
+  rmsnorm_forward(a.k_raw, U.at(w.k_norm), a.k, a.rk, N, K, eps);
   rope_forward(a.q, B, T, H, hd, rope_for(l));
   rope_forward(a.k, B, T, KV, hd, rope_for(l));
   AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
@@ -280,58 +347,62 @@ void Olmo3::block_forward(int64_t l, const int32_t* doc_ids, int64_t B, int64_t 
     attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
   else
     attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
-  mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(w.o), 0.0f, a.a);
-  rmsnorm_forward(a.a, P + w.attn_norm, A.tD, a.ra, N, D, eps);
+  mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(U, w.o), 0.0f, a.a);
+  rmsnorm_forward(a.a, U.at(w.attn_norm), A.tD, a.ra, N, D, eps);
   add(a.h, a.x, A.tD, N * D);
   // Feed-forward sub-block.
   const Operand ho = act(a.h, N * D, 0);
-  mm(false, true, N, F, D, ho, weight(w.gate), 0.0f, a.g);
-  mm(false, true, N, F, D, ho, weight(w.up), 0.0f, a.u);
+  mm(false, true, N, F, D, ho, weight(U, w.gate), 0.0f, a.g);
+  mm(false, true, N, F, D, ho, weight(U, w.up), 0.0f, a.u);
   swiglu_forward(a.g, a.u, A.F1, N * F);
-  mm(false, true, N, D, F, act(A.F1, N * F, 0), weight(w.down), 0.0f, a.f);
-  rmsnorm_forward(a.f, P + w.ffn_norm, A.tD, a.rf, N, D, eps);
+  mm(false, true, N, D, F, act(A.F1, N * F, 0), weight(U, w.down), 0.0f, a.f);
+  rmsnorm_forward(a.f, U.at(w.ffn_norm), A.tD, a.rf, N, D, eps);
   if (x_next) add(x_next, a.h, A.tD, N * D);
 }
 
 // ---------------------------------------------------------------------------------- backward
 
 // Expects forward() state and d(loss)/d(final-normed x) in acts_->tD; accumulates into grads_.
-void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
+void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T,
+                     const UnitView& head, const UnitGrad& head_grad) {
   Acts& A = *acts_;
   const int64_t N = B * T, D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(),
                 F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
-  const float* P = params_.data();
-  float* G = grads_.data();
-  rmsnorm_backward(A.tD, A.xL, P + layout_.final_norm, A.rfin, A.dres, G + layout_.final_norm,
-                   N, D);
+  const int64_t hu = head_unit(cfg_.n_layers);
+  rmsnorm_backward(A.tD, A.xL, head.at(layout_.final_norm), A.rfin, A.dres,
+                   head_grad.at(layout_.final_norm), N, D);
+  grad_done(hu);
+  release(hu);
   for (int64_t l = cfg_.n_layers - 1; l >= 0; --l) {
+    const UnitView U = acquire(block_unit(l));
+    const UnitGrad G = grad(block_unit(l));
     // A checkpointed block recomputes its activations from x into the recompute slot (only
     // dres is live here; block_forward uses tD, F1 and bf16 slot 0).
-    if (ckpt_[l]) block_forward(l, doc_ids, B, T, nullptr);
+    if (ckpt_[l]) block_forward(l, U, doc_ids, B, T, nullptr);
     auto& a = A.L[l];
     const LayerOffsets& w = layout_.layers[l];
     // out = h + norm_ffn(f): dres is d out; d h = dres + (through the MLP).
-    rmsnorm_backward(A.dres, a.f, P + w.ffn_norm, a.rf, A.tD, G + w.ffn_norm, N, D);
+    rmsnorm_backward(A.dres, a.f, U.at(w.ffn_norm), a.rf, A.tD, G.at(w.ffn_norm), N, D);
     swiglu_forward(a.g, a.u, A.F1, N * F);  // recompute s (not stored)
     {
       const Operand dy = act(A.tD, N * D, 0), s = act(A.F1, N * F, 1);
-      mm(true, false, D, F, N, dy, s, 1.0f, G + w.down);
-      mm(false, false, N, F, D, dy, weight(w.down), 0.0f, A.F1);
+      mm(true, false, D, F, N, dy, s, 1.0f, G.at(w.down));
+      mm(false, false, N, F, D, dy, weight(U, w.down), 0.0f, A.F1);
     }
     swiglu_backward(a.g, a.u, A.F1, A.F2, A.F3, N * F);
     {
       const Operand dg = act(A.F2, N * F, 0), du = act(A.F3, N * F, 1), h = act(a.h, N * D, 2);
-      mm(true, false, F, D, N, dg, h, 1.0f, G + w.gate);
-      mm(true, false, F, D, N, du, h, 1.0f, G + w.up);
-      mm(false, false, N, D, F, dg, weight(w.gate), 1.0f, A.dres);
-      mm(false, false, N, D, F, du, weight(w.up), 1.0f, A.dres);
+      mm(true, false, F, D, N, dg, h, 1.0f, G.at(w.gate));
+      mm(true, false, F, D, N, du, h, 1.0f, G.at(w.up));
+      mm(false, false, N, D, F, dg, weight(U, w.gate), 1.0f, A.dres);
+      mm(false, false, N, D, F, du, weight(U, w.up), 1.0f, A.dres);
     }
     // h = x + norm_attn(a): dres is now d h; d x = dres + (through attention).
-    rmsnorm_backward(A.dres, a.a, P + w.attn_norm, a.ra, A.tD, G + w.attn_norm, N, D);
+    rmsnorm_backward(A.dres, a.a, U.at(w.attn_norm), a.ra, A.tD, G.at(w.attn_norm), N, D);
     {
       const Operand dy = act(A.tD, N * D, 0), o = act(a.o, N * Q, 1);
-      mm(true, false, D, Q, N, dy, o, 1.0f, G + w.o);
-      mm(false, false, N, Q, D, dy, weight(w.o), 0.0f, A.Q1);
+      mm(true, false, D, Q, N, dy, o, 1.0f, G.at(w.o));
+      mm(false, false, N, Q, D, dy, weight(U, w.o), 0.0f, A.Q1);
     }
     AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
     if (bf16() && attention_bf16_chosen())
@@ -340,18 +411,22 @@ void Olmo3::backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, i
       attention_backward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse, A.Q1, A.Q2, A.K1, A.K2);
     rope_backward(A.Q2, B, T, H, hd, rope_for(l));
     rope_backward(A.K1, B, T, KV, hd, rope_for(l));
-    rmsnorm_backward(A.Q2, a.q_raw, P + w.q_norm, a.rq, A.Q1, G + w.q_norm, N, Q);
-    rmsnorm_backward(A.K1, a.k_raw, P + w.k_norm, a.rk, A.K3, G + w.k_norm, N, K);
+    rmsnorm_backward(A.Q2, a.q_raw, U.at(w.q_norm), a.rq, A.Q1, G.at(w.q_norm), N, Q);
+    rmsnorm_backward(A.K1, a.k_raw, U.at(w.k_norm), a.rk, A.K3, G.at(w.k_norm), N, K);
     const Operand dq = act(A.Q1, N * Q, 0), dk = act(A.K3, N * K, 1), dv = act(A.K2, N * K, 2),
                   x = act(a.x, N * D, 3);
-    mm(true, false, Q, D, N, dq, x, 1.0f, G + w.q);
-    mm(true, false, K, D, N, dk, x, 1.0f, G + w.k);
-    mm(true, false, K, D, N, dv, x, 1.0f, G + w.v);
-    mm(false, false, N, D, Q, dq, weight(w.q), 1.0f, A.dres);
-    mm(false, false, N, D, K, dk, weight(w.k), 1.0f, A.dres);
-    mm(false, false, N, D, K, dv, weight(w.v), 1.0f, A.dres);
+    mm(true, false, Q, D, N, dq, x, 1.0f, G.at(w.q));
+    mm(true, false, K, D, N, dk, x, 1.0f, G.at(w.k));
+    mm(true, false, K, D, N, dv, x, 1.0f, G.at(w.v));
+    mm(false, false, N, D, Q, dq, weight(U, w.q), 1.0f, A.dres);
+    mm(false, false, N, D, K, dk, weight(U, w.k), 1.0f, A.dres);
+    mm(false, false, N, D, K, dv, weight(U, w.v), 1.0f, A.dres);
+    grad_done(block_unit(l));
+    release(block_unit(l));
   }
-  embedding_backward(A.dres, tokens, N, D, G + layout_.embed, cfg_.vocab_size);
+  const UnitGrad EG = grad(embed_unit());
+  embedding_backward(A.dres, tokens, N, D, EG.at(layout_.embed), cfg_.vocab_size);
+  grad_done(embed_unit());
 }
 
 // ------------------------------------------------------------------------------- entry points
@@ -360,35 +435,39 @@ LossSums Olmo3::forward_backward(const int32_t* tokens, const int32_t* targets,
                                  const int32_t* doc_ids, int64_t B, int64_t T, float grad_scale,
                                  float z_coef) {
   ensure(B, T);
-  forward(tokens, doc_ids, B, T);
+  const UnitView H = forward(tokens, doc_ids, B, T);
   Acts& A = *acts_;
   const int64_t N = B * T, D = cfg_.d_model;
-  float* dW = grads_.data() + layout_.lm_head;
-  LossSums s = bf16() ? lm_head_loss_bf16(A.xf, weight(layout_.lm_head).b, targets, N, D,
+  const UnitGrad HG = grad(head_unit(cfg_.n_layers));
+  float* dW = HG.at(layout_.lm_head);
+  LossSums s = bf16() ? lm_head_loss_bf16(A.xf, weight(H, layout_.lm_head).b, targets, N, D,
                                           cfg_.vocab_size, z_coef, grad_scale, A.tD, dW)
-                      : lm_head_loss(A.xf, params_.data() + layout_.lm_head, targets, N, D,
+                      : lm_head_loss(A.xf, H.at(layout_.lm_head), targets, N, D,
                                      cfg_.vocab_size, z_coef, grad_scale, A.tD, dW);
-  backward(tokens, doc_ids, B, T);
+  backward(tokens, doc_ids, B, T, H, HG);
   return s;
 }
 
 LossSums Olmo3::forward_loss(const int32_t* tokens, const int32_t* targets,
                              const int32_t* doc_ids, int64_t B, int64_t T, float z_coef) {
   ensure(B, T);
-  forward(tokens, doc_ids, B, T);
-  if (bf16())
-    return lm_head_loss_bf16(acts_->xf, weight(layout_.lm_head).b, targets, B * T,
-                             cfg_.d_model, cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
-  return lm_head_loss(acts_->xf, params_.data() + layout_.lm_head, targets, B * T, cfg_.d_model,
-                      cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
+  const UnitView H = forward(tokens, doc_ids, B, T);
+  const LossSums s =
+      bf16() ? lm_head_loss_bf16(acts_->xf, weight(H, layout_.lm_head).b, targets, B * T,
+                                 cfg_.d_model, cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr)
+             : lm_head_loss(acts_->xf, H.at(layout_.lm_head), targets, B * T, cfg_.d_model,
+                            cfg_.vocab_size, z_coef, 1.0f, nullptr, nullptr);
+  release(head_unit(cfg_.n_layers));
+  return s;
 }
 
 void Olmo3::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
                            const int32_t* doc_ids) {
   ensure(B, T);
-  forward(tokens, doc_ids, B, T);
+  const UnitView H = forward(tokens, doc_ids, B, T);
   mm(false, true, B * T, cfg_.vocab_size, cfg_.d_model, act(acts_->xf, B * T * cfg_.d_model, 0),
-     weight(layout_.lm_head), 0.0f, logits);
+     weight(H, layout_.lm_head), 0.0f, logits);
+  release(head_unit(cfg_.n_layers));
 }
 
 }  // namespace olmo::model

@@ -30,6 +30,11 @@
 // optimizer step, a checkpoint load), i.e. once per optimizer step, not per micro-batch.
 // Extra memory: 2 bytes per matrix parameter plus 4 bf16 scratch buffers of N x max(D, F, Q).
 // bf16_mixed needs cpu_has_bf16() (kernels/bf16.h); the constructor refuses it otherwise.
+// Parameter units (param_units.h): every forward/backward reads a unit's weights between
+// acquire and release and writes its gradient between grad and grad_done. By default these are
+// offsets into the model's own flat buffers (no copies, the same kernel calls). With a
+// ParamProvider set (ZeRO-3) the model frees its own buffers and the provider supplies each
+// unit's weights and takes each unit's gradient.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -38,7 +43,9 @@
 #include "kernels/bf16.h"
 #include "kernels/loss.h"
 #include "kernels/rope.h"
+#include "core/error.h"
 #include "model/config.h"
+#include "model/param_units.h"
 #include "model/params.h"
 
 namespace olmo::model {
@@ -61,7 +68,9 @@ class FloatBuffer {
 
 class Olmo3 {
  public:
-  explicit Olmo3(const ModelConfig& c);  // validates c; params and grads zero
+  // Validates c; params and grads zero. own_storage false: no full parameter / gradient buffer
+  // is ever allocated (a ParamProvider must be set before any forward; ZeRO-3).
+  explicit Olmo3(const ModelConfig& c, bool own_storage = true);
   Olmo3(Olmo3&&) noexcept;
   Olmo3& operator=(Olmo3&&) noexcept;
   ~Olmo3();
@@ -72,19 +81,34 @@ class Olmo3 {
   const ParamLayout& layout() const { return layout_; }
   // Non-const access means "the weights may change": the bf16 copy is refreshed before the
   // next forward (bf16_mixed).
+  // The full flat buffers; refused once a ParamProvider holds the parameters.
   float* params() {
+    own_storage();
     bf16_stale_ = true;
     return params_.data();
   }
-  const float* params() const { return params_.data(); }
-  float* grads() { return grads_.data(); }
-  const float* grads() const { return grads_.data(); }
+  const float* params() const { return own_storage(), params_.data(); }
+  float* grads() { return own_storage(), grads_.data(); }
+  const float* grads() const { return own_storage(), grads_.data(); }
   size_t num_params() const { return layout_.total; }
+  const std::vector<UnitRange>& units() const { return units_; }
+
+  // Hands the parameters to `p` (which must outlive the model's use; null is refused): from
+  // here on every forward/backward gets each unit's weights from p and gives p each unit's
+  // gradient, and the model's own full buffers are freed (params(), grads() and zero_grad()
+  // throw). bf16_mixed: the bf16 copy then covers the acquired unit only, rebuilt from its
+  // fp32 weights at every acquire (the same bits as the full copy).
+  // With a provider the starting weights go to the provider's storage: init_weights_range.
+  void set_param_provider(ParamProvider* p);
+  bool has_param_provider() const { return provider_ != nullptr; }
 
   // Truncated normal N(0, 0.02^2) cut at +-3 sigma for every matrix (embedding, projections,
   // lm_head), 1 for every norm weight. Deterministic in `seed` (not torch's RNG stream), and
   // independent of the thread count.
   void init_weights(uint64_t seed);
+  // Elements [lo, hi) of the flat vector init_weights(seed) writes, into out[hi - lo] (the same
+  // bits; cost: the RNG chunks of 65536 elements that overlap [lo, hi)).
+  void init_weights_range(uint64_t seed, float* out, size_t lo, size_t hi) const;
   void zero_grad();
 
   // One micro-batch: tokens/targets [B,T] int32 (targets -100 = ignored), doc_ids [B,T] or null
@@ -110,16 +134,31 @@ class Olmo3 {
  private:
   struct Acts;
   void ensure(int64_t B, int64_t T);
-  void forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
-  void block_forward(int64_t l, const int32_t* doc_ids, int64_t B, int64_t T, float* x_next);
-  void backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
+  // Leaves the head unit acquired (returned); the caller releases it.
+  UnitView forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
+  void block_forward(int64_t l, const UnitView& U, const int32_t* doc_ids, int64_t B, int64_t T,
+                     float* x_next);
+  // Takes the acquired head unit and its open gradient (the LM head's part written).
+  void backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T,
+                const UnitView& head, const UnitGrad& head_grad);
+  void place_bf16();
   void refresh_bf16();
-  // Weight matrix at fp32 offset `off` as a GEMM operand in the model's precision.
+  void own_storage() const {
+    OLMO_CHECK(!provider_ && params_.data(), "model '", cfg_.name, "': its parameters are "
+               "sharded (dist.zero_stage 3); no full parameter or gradient buffer on this "
+               "process");
+  }
+  // The unit hooks (param_units.h): the provider's, or offsets into params_ / grads_.
+  UnitView acquire(int64_t u);
+  void release(int64_t u);
+  UnitGrad grad(int64_t u);
+  void grad_done(int64_t u);
+  // Weight matrix at fp32 offset `off` (in unit U) as a GEMM operand in the model's precision.
   struct Operand {
     const float* f = nullptr;
     const kernels::bf16_t* b = nullptr;
   };
-  Operand weight(size_t off) const;
+  Operand weight(const UnitView& U, size_t off) const;
   // An fp32 activation [n] as a GEMM operand: itself (fp32) or rounded into bf16 scratch `slot`.
   Operand act(const float* x, int64_t n, int slot);
   // gemm() or gemm_bf16() on operands of the model's precision (same contract as gemm()).
@@ -128,6 +167,8 @@ class Olmo3 {
 
   ModelConfig cfg_;
   ParamLayout layout_;
+  std::vector<UnitRange> units_;
+  ParamProvider* provider_ = nullptr;
   FloatBuffer params_, grads_;
   kernels::RopeTable rope_;       // plain RoPE
   kernels::RopeTable rope_yarn_;  // YaRN (when cfg_.yarn is enabled; layers per yarn_on_layer)
@@ -140,6 +181,9 @@ class Olmo3 {
     size_t off, at, n;  // fp32 offset, offset in wb_, elements
   };
   std::vector<WbSlot> wb_at_;           // the matrices with a bf16 copy, by fp32 offset
+  // With a provider wb_ holds one unit's matrices: wb_[at - wb_base_], unit wb_unit_ (-1: none).
+  size_t wb_base_ = 0;
+  int64_t wb_unit_ = -1;
   std::vector<kernels::bf16_t> xb_[4];   // bf16 activation scratch (bf16_mixed)
   bool bf16_stale_ = true;
   int64_t bf16_refreshes_ = 0;

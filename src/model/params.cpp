@@ -1,5 +1,7 @@
-// Builds the flat parameter layout (see params.h).
+// Builds the flat parameter layout (see params.h) and its units (param_units.h).
 #include "model/params.h"
+
+#include "model/param_units.h"
 
 namespace olmo::model {
 
@@ -33,6 +35,16 @@ ParamLayout make_layout(const ModelConfig& c) {
   L.final_norm = add("model.norm.weight", {D});
   L.lm_head = add("lm_head.weight", {V, D});
   return L;
+}
+
+std::vector<UnitRange> param_units(const ParamLayout& l) {
+  std::vector<UnitRange> u;
+  const size_t first = l.layers.empty() ? l.final_norm : l.layers[0].q;
+  u.push_back({l.embed, first});
+  for (size_t i = 0; i < l.layers.size(); ++i)
+    u.push_back({l.layers[i].q, i + 1 < l.layers.size() ? l.layers[i + 1].q : l.final_norm});
+  u.push_back({l.final_norm, l.total});
+  return u;
 }
 
 }  // namespace olmo::model

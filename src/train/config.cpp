@@ -166,6 +166,9 @@ static void visit_fields(C& c, V&& v) {
     "at one micro-batch per rank, or where local does not fit)");
   v("dist.bucket_mb", c.dist.bucket_mb,
     "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)");
+  v("dist.zero_stage", c.dist.zero_stage,
+    "2: full parameters on every process (ZeRO-1/2); 3: parameters sharded too, each block "
+    "all-gathered before use (needs dist.reduce=exact; no evaluation during training)");
   v("validation.interval", c.validation.interval, "validation record every N steps; 0 = off");
   v("validation.sets", c.validation.sets,
     "validation sets, label: held-out path (empty: eval.sets)");
@@ -709,6 +712,15 @@ void validate(const Config& c, bool check_files) {
              d.micro_batch_tokens, " x ", procs,
              procs > 1 ? " (the processes must split the micro-batches evenly)" : "");
   OLMO_CHECK(c.dist.bucket_mb >= 1, at(c, "dist.bucket_mb"), " must be >= 1");
+  OLMO_CHECK(c.dist.zero_stage == 2 || c.dist.zero_stage == 3, at(c, "dist.zero_stage"), " = ",
+             c.dist.zero_stage, " must be 2 or 3");
+  if (c.dist.zero_stage == 3) {
+    OLMO_CHECK(c.dist.reduce == dist::ReduceMode::exact, at(c, "dist.zero_stage"),
+               " = 3 needs dist.reduce=exact (the per-block gradient reduction is the exact one)");
+    OLMO_CHECK(c.trainer.init_from_hf.empty(), at(c, "dist.zero_stage"), " = 3 cannot start "
+               "from trainer.init_from_hf (no process holds a full parameter buffer to load "
+               "it into)");
+  }
   if (c.model.ac_mode == model::AcMode::selected_blocks)
     OLMO_CHECK(c.model.ac_block_interval >= 1,
                at(c, "model.activation_checkpointing.block_interval"), " = ",

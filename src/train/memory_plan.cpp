@@ -20,9 +20,10 @@ model::MemoryPlan plan_for(const model::ModelConfig& mc, const PlanInputs& in, i
                         ? std::max<int64_t>(1, in.global_micro_batches / W)
                         : in.micro_batches_per_rank;
   const bool local = dist::local_accumulator(in.exact_accumulator, W, K);
-  model::MemoryPlan p = model::memory_plan(mc, in.seq_len, in.micro_batch, W, in.exact, K, local);
+  model::MemoryPlan p =
+      model::memory_plan(mc, in.seq_len, in.micro_batch, W, in.exact, K, local, in.zero_stage);
   if (in.exact && local && in.exact_accumulator == "auto" && W > 1 && double(p.total) > limit)
-    p = model::memory_plan(mc, in.seq_len, in.micro_batch, W, in.exact, K, false);
+    p = model::memory_plan(mc, in.seq_len, in.micro_batch, W, in.exact, K, false, in.zero_stage);
   return p;
 }
 
@@ -88,16 +89,19 @@ std::vector<ModeRow> plan_modes(const model::ModelConfig& mc, const PlanInputs& 
   return rows;
 }
 
-std::string plan_text(const model::ModelConfig& mc, const PlanInputs& in) {
+namespace {
+std::string stage_text(const model::ModelConfig& mc, const PlanInputs& in) {
   const std::vector<ModeRow> rows = plan_modes(mc, in);
+  const bool z3 = in.zero_stage == 3;
   std::string out;
   char buf[512];
   const model::MemoryPlan& p0 = rows.front().plan;
   std::snprintf(buf, sizeof buf,
-                "# activation checkpointing plan (%s, micro-batch %lld x %lld, ZeRO-1/2, "
+                "# activation checkpointing plan (%s, micro-batch %lld x %lld, %s, "
                 "reduce %s, accumulator %s; GiB per process at %lld process%s: weights %.2f, "
                 "grads %.2f, AdamW moments %.2f, gradient shard %.2f, exact accumulator %.2f)\n",
                 mc.name.c_str(), (long long)in.micro_batch, (long long)in.seq_len,
+                z3 ? "ZeRO-3 (dist.zero_stage=3)" : "ZeRO-1/2",
                 in.exact ? "exact" : "fast", in.exact_accumulator.c_str(),
                 (long long)in.processes, in.processes == 1 ? "" : "es", p0.weights / kGiB,
                 p0.grads / kGiB, p0.adam_moments / kGiB, p0.grad_shard / kGiB,
@@ -126,11 +130,27 @@ std::string plan_text(const model::ModelConfig& mc, const PlanInputs& in) {
     }
     out += "\n";
   }
-  std::snprintf(buf, sizeof buf,
-                "# no fit: above %lld processes, or weights + grads + activations alone exceed "
-                "the node (ZeRO-1/2 does not shard them)\n",
-                (long long)in.max_processes);
+  if (z3)
+    std::snprintf(buf, sizeof buf,
+                  "# no fit: above %lld processes, or two parameter units + activations alone "
+                  "exceed the node\n", (long long)in.max_processes);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "# no fit: above %lld processes, or weights + grads + activations alone "
+                  "exceed the node (ZeRO-1/2 does not shard them)\n",
+                  (long long)in.max_processes);
   out += buf;
+  return out;
+}
+}  // namespace
+
+std::string plan_text(const model::ModelConfig& mc, const PlanInputs& in) {
+  std::string out = stage_text(mc, in);
+  if (in.zero_stage == 2 && in.exact) {  // what sharding the parameters too would give
+    PlanInputs z3 = in;
+    z3.zero_stage = 3;
+    out += stage_text(mc, z3);
+  }
   return out;
 }
 

@@ -2,9 +2,11 @@
 // mode (model/act_checkpoint.h), the smallest data-parallel process count whose plan fits a node,
 // and the recompute cost. Printed by `olmo train CONFIG --dry-run` and `olmo info`.
 // Per mode: model::memory_plan (flops.h) with ModelConfig::act_ckpt set to that mode: full fp32
-// weights and gradients per process, AdamW moments and the reduced-gradient shard 1/W (ZeRO-1/2
-// as src/distributed does it today), the exact accumulator (16 B/param local, or /W sharded),
-// and the activations of one micro-batch. Recompute cost = extra forward FLOPs of the
+// weights and gradients per process (ZeRO-1/2), or (dist.zero_stage 3) the 1/W parameter shard
+// plus two working buffers of the largest parameter unit; AdamW moments and the
+// reduced-gradient shard 1/W, the exact accumulator (16 B/param local, or /W sharded), and the
+// activations of one micro-batch. plan_text prints the run's stage and, for stage 2, the
+// ZeRO-3 table as well. Recompute cost = extra forward FLOPs of the
 // checkpointed blocks as a percentage of the step's training FLOPs (flops_per_token).
 // Fit: one process per node; W fits a node of M GiB when the per-process total <= M GiB, with
 // dist.exact_accumulator auto taking the sharded accumulator when the local one does not fit
@@ -34,6 +36,7 @@ struct PlanInputs {
   int64_t micro_batches_per_rank = 1;    // used when global_micro_batches is 0
   int64_t max_processes = 4096;
   std::vector<int64_t> node_gib = {256, 512};
+  int zero_stage = 2;                    // dist.zero_stage: 2 or 3
 };
 
 struct ModeRow {

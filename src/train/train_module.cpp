@@ -13,6 +13,7 @@
 #include "model/olmo3.h"
 #include "optim/grad_clip.h"
 #include "train/optimizer_setup.h"
+#include "train/zero3_params.h"
 
 namespace olmo::train {
 
@@ -65,9 +66,19 @@ TrainModule::TrainModule(model::Olmo3& model, dist::Communicator& comm, const Co
                                           lo + reducer_->shard_len());
   skip_ = std::make_unique<optim::SkipStep>(int(cfg.optim.rolling_interval_length),
                                             cfg.optim.sigma_factor);
+  if (o.zero_stage == 3) zero3_ = std::make_unique<Zero3Params>(*reducer_, model_);
 }
 
 TrainModule::~TrainModule() = default;
+
+void TrainModule::shard_parameters() {
+  if (!zero3_ || sharded_) return;
+  zero3_->attach(model_);
+  sharded_ = true;
+}
+
+float* TrainModule::param_shard() { return sharded_ ? zero3_->shard() : nullptr; }
+const float* TrainModule::param_shard() const { return sharded_ ? zero3_->shard() : nullptr; }
 
 double TrainModule::lr_at(int64_t step) const { return schedule_->get_lr(lr0_, step, o_.t_max); }
 
@@ -92,17 +103,20 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   const double divisor = per_rank ? double(world) * double(local) : double(total);
   const float grad_scale = float(1.0 / divisor);
 
-  // Micro-batch gradients (exact: each reduced at once in fixed point; fast: accumulated).
+  // Micro-batch gradients (exact: each reduced at once in fixed point; fast: accumulated;
+  // ZeRO-3: each unit's gradient joins the sum inside the backward, Zero3Params::grad_done).
   const bool exact = reducer_->mode() == dist::ReduceMode::exact;
+  OLMO_CHECK(!zero3_ || sharded_, "TrainModule: ZeRO-3 before shard_parameters()");
   reducer_->begin_step();
-  model_.zero_grad();
+  if (sharded_) zero3_->set_open(true);
+  if (!sharded_) model_.zero_grad();
   dist::i128 ce_fx = 0, z_fx = 0;
   bool loss_bad = false;
   double sums[2] = {0, 0};
   const int64_t mi = o_.micro_instances;
   for (int64_t i = 0; i < B; i += mi) {
     int64_t n = std::min(mi, B - i);
-    if (exact && i > 0) {
+    if (exact && i > 0 && !sharded_) {
       const double tz = now_seconds();
       model_.zero_grad();
       if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
@@ -116,12 +130,13 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
       z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
       // Conversion to fixed point + accumulator adds (sharded: + staging).
       ProfileOutsideComm prof("exact_convert", *reducer_);
-      reducer_->add_micro_batch(model_.grads());
+      if (!sharded_) reducer_->add_micro_batch(model_.grads());
     } else {
       sums[0] += s.ce_sum;
       sums[1] += s.z_sum;
     }
   }
+  if (sharded_) zero3_->set_open(false);
   // Reduce: this rank's shard of the summed gradient; global loss sums.
   float* g = shard_grad_.empty() ? model_.grads() : shard_grad_.data();
   const size_t ng = reducer_->shard_len();
@@ -129,7 +144,7 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   {
     // Staging, unpacking and rounding of the step's reduction.
     ProfileOutsideComm prof("reduce_finish", *reducer_);
-    grad_bad = reducer_->finish(model_.grads(), g);
+    grad_bad = reducer_->finish(sharded_ ? nullptr : model_.grads(), g);
   }
   // Per-rank normalisation divides each rank's sums by its own count before the (exact or
   // fast) sum over ranks; global divides the global sums by the global count.
@@ -182,9 +197,10 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   if (hooks.pre_optim) hooks.pre_optim(r);
   // Update this rank's shard, then every rank gets every shard.
   const double to = now_seconds();
-  adamw_->step(model_.params() + reducer_->shard_begin(), g, r.lr, !apply);
+  adamw_->step(sharded_ ? zero3_->shard() : model_.params() + reducer_->shard_begin(), g, r.lr,
+               !apply);
   if (profile::enabled()) profile::add("optimizer", now_seconds() - to, 0);
-  if (apply) reducer_->allgather(model_.params());
+  if (apply && !sharded_) reducer_->allgather(model_.params());
   return comm_extra;
 }
 

@@ -13,6 +13,10 @@
 //               rule (finite steps only), identical on every rank;
 //   update:     AdamW on this rank's shard (ZeRO-1), all-gather of the parameters (applied
 //               steps only), lr = schedule(lr0, step, t_max).
+// ZeRO-3 (TrainModuleOptions::zero_stage 3, train/zero3_params.h): the parameters live only as
+// this rank's shard; the model gathers each unit before use and hands each unit's gradient to
+// the reducer right after its backward (no full gradient buffer, no zero_grad, no all-gather
+// after the update: AdamW updates the shard in place).
 // It knows nothing of checkpoints, callbacks, metrics or run dirs: the harness passes two
 // plain functions (after each micro-batch's backward, before the optimizer) for its hooks.
 // Cost: B/micro_instances forward/backward passes, one reduction of P floats (exact: plus a
@@ -37,6 +41,8 @@ class Olmo3;
 
 namespace olmo::train {
 
+class Zero3Params;
+
 // The LR schedule of a config (scheduler.*; t_max is schedule_steps(c)).
 optim::ScheduleConfig schedule_config(const Config& c);
 
@@ -47,6 +53,7 @@ struct TrainModuleOptions {
   bool exact_local = true;       // exact: local (true) or sharded accumulator
   size_t bucket_elems = 0;       // reduce-scatter bucket, fp32 elements
   int64_t t_max = 0;             // of the LR schedule
+  int zero_stage = 2;            // 2: full parameters on every rank; 3: sharded (exact only)
 };
 
 class TrainModule {
@@ -78,6 +85,15 @@ class TrainModule {
   // Bytes of this rank's reduced-gradient shard buffer (0 when one fast process reduces in place).
   size_t grad_shard_bytes() const { return shard_grad_.size() * sizeof(float); }
 
+  // ZeRO-3: hands the model the provider (the model keeps no full buffers; build the model
+  // with own_storage false); the starting state is then written into param_shard(). No-op
+  // under ZeRO-2.
+  void shard_parameters();
+  // ZeRO-3 after shard_parameters(): this rank's parameter shard [shard_begin, + shard_len) of
+  // the flat vector; null otherwise (the model's params() hold everything).
+  float* param_shard();
+  const float* param_shard() const;
+
  private:
   model::Olmo3& model_;
   dist::Communicator& comm_;
@@ -90,6 +106,8 @@ class TrainModule {
   std::unique_ptr<optim::AdamW> adamw_;
   std::unique_ptr<optim::SkipStep> skip_;
   std::unique_ptr<optim::Schedule> schedule_;
+  std::unique_ptr<Zero3Params> zero3_;  // zero_stage 3
+  bool sharded_ = false;                // shard_parameters() done
 };
 
 }  // namespace olmo::train

@@ -142,6 +142,7 @@ class Trainer {
   void restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
                bool resume);
   void measure_peak();
+  void read_shard(const ckpt::CheckpointReader& r, const std::string& prefix, float* base);
   void read_moments(const ckpt::CheckpointReader& r);
   // Collective: layout-independent fingerprints of the state (trainer_state.cpp).
   nlohmann::json state_fingerprint(const ckpt::CheckpointWriter* w = nullptr);

@@ -42,8 +42,9 @@ static bool check_memory(const Config& cfg, dist::Communicator& comm, const mode
                          int64_t micro_instances, bool exact, int64_t micro_batches,
                          bool exact_local) {
   const int world = comm.world();
+  const int zs = int(cfg.dist.zero_stage);
   model::MemoryPlan mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact,
-                                            micro_batches, exact_local);
+                                            micro_batches, exact_local, zs);
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int64_t here = local ? std::max(1, std::atoi(local)) : 1;
   // dist.exact_accumulator auto: the sharded accumulator (16 B per parameter / W) where the
@@ -54,7 +55,7 @@ static bool check_memory(const Config& cfg, dist::Communicator& comm, const mode
       comm.any(avail >= 0 && double(mp.total) * double(here) > double(avail))) {
     exact_local = false;
     mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact, micro_batches,
-                            false);
+                            false, zs);
     if (comm.rank() == 0)
       std::fprintf(stderr, "dist.exact_accumulator auto: the local accumulator does not fit the "
                            "available memory, using the sharded one\n");
@@ -159,14 +160,17 @@ TrainerParts build_trainer_parts(Config cfg) {
   p.t_max = train::schedule_steps(cfg);
   p.total_steps = run_steps(cfg, p.loader->batches_per_epoch());
 
-  p.model = std::make_unique<model::Olmo3>(mc);
+  // ZeRO-3: no full parameter or gradient buffer, ever (the shard is the master copy).
+  p.model = std::make_unique<model::Olmo3>(mc, /*own_storage=*/cfg.dist.zero_stage != 3);
   p.flops_per_token = model::flops_per_token(mc, cfg.data.seq_len);
   o.micro_instances = micro_instances;
   o.reduce = mode;
   o.exact_local = exact_local;
   o.bucket_elems = size_t(cfg.dist.bucket_mb) * (1u << 20) / sizeof(float);
   o.t_max = p.t_max;
+  o.zero_stage = int(cfg.dist.zero_stage);
   p.module = std::make_unique<TrainModule>(*p.model, comm, cfg, o);
+  p.module->shard_parameters();
   p.cfg = std::move(cfg);
   return p;
 }
@@ -223,6 +227,9 @@ void Trainer::start() {
     model::load_hf_weights(*model_, cfg_.trainer.init_from_hf);
     start_ = StartKind::hf_init;
     start_from_ = cfg_.trainer.init_from_hf;
+  } else if (float* shard = module_->param_shard()) {  // ZeRO-3: this rank's part only
+    const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
+    model_->init_weights_range(uint64_t(cfg_.trainer.init_seed), shard, lo, hi);
   } else {
     model_->init_weights(uint64_t(cfg_.trainer.init_seed));
   }

@@ -1,6 +1,7 @@
 // Complete training state <-> checkpoint directory (see trainer.h).
 // Checkpoint content (src/ckpt format):
-//   tensors  "<hf name>"                      fp32 weights, HF shapes (rank 0 writes them)
+//   tensors  "<hf name>"                      fp32 weights, HF shapes (rank 0 writes them;
+//                                             dist.zero_stage 3: the shards' pieces, as below)
 //            "optim.exp_avg/<hf name>"        AdamW first moment, in the pieces each rank's
 //            "optim.exp_avg_sq/<hf name>"     ZeRO shard cuts out of the tensor (flat_range.h);
 //                                             any other world size reads its own pieces back
@@ -85,13 +86,16 @@ json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
       }
   } else {
     const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
-    const float* p = model_->params();
+    // The weights of [lo, hi): the model's full buffer, or (ZeRO-3) the shard itself.
+    const float* shard = module_->param_shard();
+    const float* p = shard ? nullptr : model_->params();
     for (size_t t = 0; t < infos.size(); ++t) {
       const auto& info = infos[t];
       const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
       if (a >= b) continue;
       const size_t n = b - a, begin = a - info.offset;
-      part[3 * t + 0] = dist::i128(ckpt::fingerprint_partial(p + a, n, begin));
+      part[3 * t + 0] =
+          dist::i128(ckpt::fingerprint_partial(shard ? shard + (a - lo) : p + a, n, begin));
       part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(module_->optimizer().exp_avg() + (a - lo), n, begin));
       part[3 * t + 2] =
           dist::i128(ckpt::fingerprint_partial(module_->optimizer().exp_avg_sq() + (a - lo), n, begin));
@@ -203,15 +207,19 @@ std::string Trainer::save_checkpoint() {
   if (rank_ == 0) w.emplace(cfg_.trainer.run_dir, step_, 0, world_);
   comm_->barrier();  // stepN-tmp exists
   if (rank_ > 0) w.emplace(cfg_.trainer.run_dir, step_, rank_, world_);
-  const float* p = model_->params();
-  if (rank_ == 0)
-    for (auto& info : model_->params_info()) w->add_tensor(info.name, p + info.offset, info.shape);
+  // Weights: rank 0 writes them whole, or (ZeRO-3: no rank holds them whole) every rank the
+  // pieces of its shard, as the moments; a reader assembles either.
+  const float* shard = module_->param_shard();
+  if (rank_ == 0 && !shard)
+    for (auto& info : model_->params_info())
+      w->add_tensor(info.name, model_->params() + info.offset, info.shape);
   const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
   for (auto& info : model_->params_info()) {
     const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
     if (a >= b) continue;
     for (const ckpt::FlatBlock& blk : ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset)) {
       const size_t at = info.offset + blk.flat_begin - lo;
+      if (shard) w->add_tensor(info.name, shard + at, info.shape, blk.offset, blk.local_shape);
       w->add_tensor("optim.exp_avg/" + info.name, module_->optimizer().exp_avg() + at, info.shape, blk.offset,
                     blk.local_shape);
       w->add_tensor("optim.exp_avg_sq/" + info.name, module_->optimizer().exp_avg_sq() + at, info.shape,
@@ -257,23 +265,26 @@ std::string Trainer::save_checkpoint() {
   return dir;
 }
 
-// This rank's shard of the moments, from whatever pieces the writer's world size produced.
-void Trainer::read_moments(const ckpt::CheckpointReader& r) {
+// This rank's shard [lo, hi) of the flat tensors "<prefix><hf name>" into base[hi - lo], from
+// whatever pieces the writer's world size produced.
+void Trainer::read_shard(const ckpt::CheckpointReader& r, const std::string& prefix, float* base) {
   const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
   for (auto& info : model_->params_info()) {
     const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
     if (a >= b) continue;
-    for (const char* key : {"optim.exp_avg/", "optim.exp_avg_sq/"}) {
-      const std::string name = key + info.name;
-      OLMO_CHECK(r.has_tensor(name) && r.shape(name) == info.shape, r.dir(), ": tensor '", name,
-                 "' missing or of another shape");
-      float* base = std::string(key) == "optim.exp_avg/" ? module_->optimizer().exp_avg() : module_->optimizer().exp_avg_sq();
-      for (const ckpt::FlatBlock& blk :
-           ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset))
-        r.read_slice(name, ckpt::DType::f32, base + (info.offset + blk.flat_begin - lo),
-                     blk.offset, blk.local_shape);
-    }
+    const std::string name = prefix + info.name;
+    OLMO_CHECK(r.has_tensor(name) && r.shape(name) == info.shape, r.dir(), ": tensor '", name,
+               "' missing or of another shape");
+    for (const ckpt::FlatBlock& blk :
+         ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset))
+      r.read_slice(name, ckpt::DType::f32, base + (info.offset + blk.flat_begin - lo),
+                   blk.offset, blk.local_shape);
   }
+}
+
+void Trainer::read_moments(const ckpt::CheckpointReader& r) {
+  read_shard(r, "optim.exp_avg/", module_->optimizer().exp_avg());
+  read_shard(r, "optim.exp_avg_sq/", module_->optimizer().exp_avg_sq());
 }
 
 void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
@@ -282,8 +293,12 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
   r.verify();
   check_same_model(model_->config(), r.json("model"), dir, resume);
   if (weights) {
-    float* p = model_->params();
-    for (auto& info : model_->params_info()) r.read_tensor(info.name, p + info.offset, info.shape);
+    if (float* shard = module_->param_shard()) {  // ZeRO-3: this rank's pieces only
+      read_shard(r, "", shard);
+    } else {
+      float* p = model_->params();
+      for (auto& info : model_->params_info()) r.read_tensor(info.name, p + info.offset, info.shape);
+    }
   }
   if (optim_state) {
     read_moments(r);

@@ -14,6 +14,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import tiny_data as td  # noqa: E402
 
 MPIRUN = os.environ.get("OLMO_MPIRUN", "mpirun")
+FAILS = []  # messages of failed check() calls
+
+
+def check(cond, msg):
+    """Records (FAILS) and prints a failed check; the test goes on."""
+    if not cond:
+        FAILS.append(msg)
+        print("FAIL:", msg)
 
 
 def base_overrides(data, run, steps=6, extra=()):

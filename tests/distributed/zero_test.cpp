@@ -1,5 +1,5 @@
 // ZeRO pieces that need no second process: the shard layout, the one-process GradReducer
-// (exact and fast) against plain sums, the exact global norm against a long-double norm, and the
+// (exact and fast) against plain sums, its ZeRO-3 range API against the whole-vector one, the exact global norm against a long-double norm, and the
 // sharded AdamW against the unsharded one, bit for bit.
 #include "distributed/zero.h"
 
@@ -63,6 +63,38 @@ TEST(GradReducer, OneProcessExactAndFastEqualPlainSums) {
   ex.begin_step();
   for (auto& v : mb) ex.add_micro_batch(v.data());
   EXPECT_TRUE(ex.finish(nullptr, out.data()));
+}
+
+// ZeRO-3's range API on one process: micro-batch gradients added range by range (ranges in any
+// order, several steps) give add_micro_batch's bits; gather_range copies the shard's range.
+TEST(GradReducer, RangesGiveTheWholeVectorsBits) {
+  auto comm = dist::make_local_communicator();
+  const size_t n = 5003;
+  const size_t cuts[] = {0, 7, 700, 701, 4000, n};  // ranges [cuts[i], cuts[i+1])
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0, 1e-3f);
+  dist::GradReducer whole(*comm, n, dist::ReduceMode::exact, 256);
+  dist::GradReducer parts(*comm, n, dist::ReduceMode::exact, 256);
+  for (int step = 0; step < 2; ++step) {
+    std::vector<std::vector<float>> mb(3, std::vector<float>(n));
+    for (auto& v : mb)
+      for (auto& x : v) x = nd(rng);
+    whole.begin_step();
+    parts.begin_step();
+    for (auto& v : mb) {
+      whole.add_micro_batch(v.data());
+      for (int i = 4; i >= 0; --i) parts.add_range(v.data() + cuts[i], cuts[i], cuts[i + 1]);
+    }
+    std::vector<float> a(n), b(n);
+    ASSERT_FALSE(whole.finish(nullptr, a.data()));
+    ASSERT_FALSE(parts.finish(nullptr, b.data()));
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * 4)) << "step " << step;
+  }
+  std::vector<float> shard(n), got(300, -1.0f);
+  for (size_t i = 0; i < n; ++i) shard[i] = float(i);
+  parts.gather_range(shard.data(), 650, 950, got.data());
+  for (size_t i = 0; i < 300; ++i) ASSERT_EQ(got[i], float(650 + i)) << i;
+  EXPECT_THROW(parts.gather_range(shard.data(), 10, n + 1, got.data()), Error);
 }
 
 // The local accumulator is overwritten by a step's first micro-batch (no clear in begin_step):

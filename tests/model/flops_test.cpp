@@ -108,6 +108,17 @@ TEST(Memory, PlanEqualsHandWorkedCase) {
   EXPECT_EQ(f3.adam_moments, 300376);
   EXPECT_EQ(f3.grad_shard, 150188);
   EXPECT_EQ(f3.comm_bytes_per_step, 600746);
+  // ZeRO-3 at 4 processes, exact local, 2 micro-batches: units are the embedding (19200), each
+  // block (37088, the largest) and the head (64 + 19200); weights = the 28160-element shard +
+  // one block, grads = one block; traffic = the 16 B/param integer reduce-scatter + two fp32
+  // all-gathers per micro-batch (the backward's without the embedding), no update all-gather.
+  MemoryPlan z3 = memory_plan(c, 32, 3, 4, true, 2, /*exact_local=*/true, /*zero_stage=*/3);
+  EXPECT_EQ(z3.weights, 4 * 28160 + 4 * 37088);
+  EXPECT_EQ(z3.grads, 4 * 37088);
+  EXPECT_EQ(z3.adam_moments, el.adam_moments);
+  EXPECT_EQ(z3.reduce_accumulator, el.reduce_accumulator);
+  EXPECT_EQ(z3.comm_bytes_per_step, 3 * (16 * 112640 + 4 * 2 * (2 * 112640 - 19200)) / 4);
+  EXPECT_EQ(z3.total, el.total - el.weights - el.grads + z3.weights + z3.grads);
 }
 
 // The activation part of the plan against what Olmo3 actually allocates for a micro-batch.
