@@ -18,9 +18,9 @@
 //   products skip the register blocks wholly outside the causal/window band (Band): about half
 //   of each diagonal tile, so the work tracks the visible pairs (3% less at full causal, 6% at
 //   window 1024, T 2048).
-// Cost (hd 64, see bench/results/attention_loss.md): ~80-85% of the forward's time and ~85-90% of
-//   the backward's is in micro() (at ~93% of the FMA peak on AVX2); the backward does 5 tile products per tile pair
-//   (S recomputed) where the FLOP convention credits 4.
+// Cost (hd 64, see bench/results/attention_loss.md): ~80-85% of the forward's time and ~85-90%
+//   of the backward's is in micro() (near the FMA peak on AVX2); the backward does 5 tile
+//   products per tile pair (S recomputed) where the FLOP convention credits 4.
 // Backward: task = (b, kv head): for each query head of the group, for each key tile j, for each
 //   query tile i that can see it: S = Q K^T, P = 2^(S c - lse_2), dV_j += P^T dO, dP = dO V^T,
 //   dS = P (dP - D) scale, dK_j += dS^T Q, dQ_i += dS K. Every output row is owned by one task

@@ -130,8 +130,8 @@ struct Vec {
   }
   // k in [-126, 127] only: 2^k straight from the exponent field (ldexp's result, fewer ops).
   static R ldexp127(R p, R k) {
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
-                                _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23)));
+    const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
   }
   static R lt_zero(R x, R lim, R v) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ), v); }
   static float hsum(R a) {
