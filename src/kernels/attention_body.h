@@ -14,10 +14,13 @@
 //   queries), so the online softmax (base 2: p = 2^(s * scale * log2e - m)) runs down columns
 //   with the running max/sum of 16 queries in one vector, no horizontal reductions; then
 //   O += P V. Key tiles outside the causal window / other documents are skipped, tiles
-//   straddling the mask boundary get an element mask (-inf before the exp).
-// Cost (hd 64, 2 threads, see bench/results/attention_loss.md): ~84% of the forward's time and
-//   ~80% of the backward's is in micro(); the backward does 5 tile products per tile pair
-//   (S recomputed) where the FLOP convention credits 4.
+//   straddling the mask boundary get an element mask (-inf before the exp), and their tile
+//   products skip the register blocks wholly outside the causal/window band (Band): about half
+//   of each diagonal tile, so the work tracks the visible pairs (3% less at full causal, 6% at
+//   window 1024, T 2048).
+// Cost (hd 64, see bench/results/attention_loss.md): ~80-85% of the forward's time and ~85-90%
+//   of the backward's is in micro() (near the FMA peak on AVX2); the backward does 5 tile
+//   products per tile pair (S recomputed) where the FLOP convention credits 4.
 // Backward: task = (b, kv head): for each query head of the group, for each key tile j, for each
 //   query tile i that can see it: S = Q K^T, P = 2^(S c - lse_2), dV_j += P^T dO, dP = dO V^T,
 //   dS = P (dP - D) scale, dK_j += dS^T Q, dQ_i += dS K. Every output row is owned by one task
@@ -47,6 +50,7 @@ namespace OLMO_ISA_NS {
 namespace {
 
 // Register blocking: MR rows x NV vectors of accumulators (+ NV B vectors + 1 broadcast).
+// AVX2: 6 x 2 (15 of 16 ymm); 4 x 3 and 128 x 128 tiles measured no faster (attention_loss.md).
 constexpr int kMR = Vec::W == 16 ? 6 : Vec::W == 8 ? 6 : 4;
 constexpr int kNV = Vec::W == 16 ? 4 : Vec::W == 8 ? 2 : 4;
 constexpr float kLog2eF = 1.4426950408889634f;
@@ -90,7 +94,7 @@ inline void micro(int64_t K, const float* A, int64_t sai, int64_t sap, const flo
 template <int MR>
 inline void micro_nv(int nv, int64_t K, const float* A, int64_t sai, int64_t sap, const float* B,
                      int64_t ldb, float* C, int64_t ldc, bool acc) {
-  static_assert(kNV == 2 || kNV == 4);
+  static_assert(kNV >= 2 && kNV <= 4);
   switch (nv) {
     case 1: micro<MR, 1>(K, A, sai, sap, B, ldb, C, ldc, acc); break;
     case 2: micro<MR, 2>(K, A, sai, sap, B, ldb, C, ldc, acc); break;
@@ -99,23 +103,57 @@ inline void micro_nv(int nv, int64_t K, const float* A, int64_t sai, int64_t sap
   }
 }
 
-// C[M, N] (+)= A[M, K] B[K, N] with A(i, p) = A[i*sai + p*sap]; N % Vec::W == 0.
+// The causal/window band of a tile pair that straddles the mask edge (classify_window == 2):
+// query i sees key j iff j <= i and (w <= 0 or i - j < w). Row m of C is position m_abs + m (a
+// query if m_query, else a key); the other index x (C's column, or A's p) is position x_abs + x.
+// krange: A is exactly zero outside the band (P, dS), so each row block multiplies only the p
+// range it can see (the skipped terms would add exact zeros); otherwise (S, dP) whole row x
+// column blocks outside the band are not computed (the mask overwrites them, or they meet P = 0).
+struct Band {
+  int64_t m_abs, x_abs, w;
+  bool m_query, krange;
+};
+
+// The visible range [lo, hi] of x for rows [a, b] of C.
+inline void band_range(const Band& bd, int64_t a, int64_t b, int64_t* lo, int64_t* hi) {
+  constexpr int64_t kFar = int64_t(1) << 40;
+  a += bd.m_abs, b += bd.m_abs;
+  *lo = (bd.m_query ? (bd.w > 0 ? a - bd.w + 1 : -kFar) : a) - bd.x_abs;
+  *hi = (bd.m_query ? b : (bd.w > 0 ? b + bd.w - 1 : kFar)) - bd.x_abs;
+}
+
+// C[M, N] (+)= A[M, K] B[K, N] with A(i, p) = A[i*sai + p*sap]; N % Vec::W == 0. band: null,
+// or the tile's mask band (work outside it skipped, see Band).
 void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai, int64_t sap,
-               const float* B, int64_t ldb, float* C, int64_t ldc, bool acc) {
+               const float* B, int64_t ldb, float* C, int64_t ldc, bool acc,
+               const Band* band = nullptr) {
   constexpr int W = Vec::W;
   for (int64_t n0 = 0; n0 < N; n0 += kNV * W) {
     const int nv = static_cast<int>(imin(kNV, (N - n0) / W));
     for (int64_t m0 = 0; m0 < M; m0 += kMR) {
-      const float* a = A + m0 * sai;
-      const float* b = B + n0;
+      const int64_t mr = imin(kMR, M - m0);
+      int64_t k0 = 0, k1 = K;
+      if (band) {
+        int64_t lo, hi;
+        band_range(*band, m0, m0 + mr - 1, &lo, &hi);
+        if (band->krange) {
+          k0 = imax(0, lo), k1 = imin(K, hi + 1);
+          if (k1 <= k0) continue;
+        } else if (hi < n0 || lo >= n0 + nv * W) {
+          continue;
+        }
+      }
+      const float* a = A + m0 * sai + k0 * sap;
+      const float* b = B + n0 + k0 * ldb;
       float* c = C + m0 * ldc + n0;
-      switch (imin(kMR, M - m0)) {
-        case 1: micro_nv<1>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
-        case 2: micro_nv<2>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
-        case 3: micro_nv<3>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
-        case 4: micro_nv<4>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
-        case 5: micro_nv<(kMR >= 5 ? 5 : 1)>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
-        default: micro_nv<kMR>(nv, K, a, sai, sap, b, ldb, c, ldc, acc); break;
+      const int64_t kk = k1 - k0;
+      switch (mr) {
+        case 1: micro_nv<1>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 2: micro_nv<2>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 3: micro_nv<3>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 4: micro_nv<4>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
+        case 5: micro_nv<(kMR >= 5 ? 5 : 1)>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
+        default: micro_nv<kMR>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
       }
     }
   }
@@ -195,8 +233,9 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
         const int cd = classify_docs(doc, i0, i1, j0, imin(j0 + kBc, T));
         if (cd == 0) continue;
         const int64_t kr = imin(kBc, T - j0);
+        const Band kq{j0, i0, w, false, false}, qk{i0, j0, w, true, true};
         tile_gemm(kr, kBr, hd, k + ((b * T + j0) * KV + g) * hd, KV * hd, 1, Qt, kBr, St, kBr,
-                  false);
+                  false, cw == 2 ? &kq : nullptr);
         for (int64_t x = kr * kBr; x < kBc * kBr; ++x) St[x] = -INFINITY;
         if (cw == 2 || cd == 2) apply_mask_t(St, kr, rows, i0, j0, w, doc, cd == 2);
         const Vec::R cv = Vec::set1(c), lowest = Vec::set1(-3.0e38f);
@@ -225,7 +264,8 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
           for (int64_t x = 0; x < hdp; x += W)
             Vec::store(O + r * hdp + x, Vec::mul(av, Vec::load(O + r * hdp + x)));
         }
-        tile_gemm(rows, hdp, kBc, St, 1, kBr, vp + (bg * Tp + j0) * hdp, hdp, O, hdp, true);
+        tile_gemm(rows, hdp, kBc, St, 1, kBr, vp + (bg * Tp + j0) * hdp, hdp, O, hdp, true,
+                  cw == 2 ? &qk : nullptr);
       }
       for (int64_t r = 0; r < rows; ++r) {
         const float inv = 1.0f / l[r];
@@ -259,6 +299,9 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
     float* dvb = scratch(7, Tp * hdp);
     float* P = scratch(8, kBr * kBc);
     float* dS = scratch(9, kBr * kBc);
+    // dP blocks outside an edge tile's band are skipped and keep older (finite) values, which
+    // meet P = 0 there: start from zeros, never from uninitialised memory.
+    memset(dS, 0, sizeof(float) * kBr * kBc);
     float* D = scratch(10, Tp);
     float* L2 = scratch(11, Tp);
     memset(dkb, 0, sizeof(float) * Tp * hdp);
@@ -270,12 +313,20 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
       pack_rows(q + (b * T * H + h) * hd, T, H * hd, hd, Tp, hdp, qp);
       pack_rows(dout + (b * T * H + h) * hd, T, H * hd, hd, Tp, hdp, dop);
       memset(dqb, 0, sizeof(float) * Tp * hdp);
-      for (int64_t t = 0; t < T; ++t) {
-        const float* o = out + ((b * T + t) * H + h) * hd;
-        float d = 0.0f;
-        for (int64_t x = 0; x < hd; ++x) d += dop[t * hdp + x] * o[x];
-        D[t] = d;
-        L2[t] = lse[(b * H + h) * T + t] * kLog2eF;
+      // D[t] = dO_t . O_t, each a sequential sum over x; 8 rows at once so the 8 dependency
+      // chains overlap (the same operations in the same order as one row at a time).
+      for (int64_t t0 = 0; t0 < T; t0 += 8) {
+        const int64_t nr = imin(8, T - t0);
+        float d[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const float* o[8];
+        for (int64_t r = 0; r < 8; ++r) o[r] = out + ((b * T + t0 + imin(r, nr - 1)) * H + h) * hd;
+        for (int64_t x = 0; x < hd; ++x)
+#pragma GCC unroll 8
+          for (int64_t r = 0; r < 8; ++r) d[r] += dop[(t0 + imin(r, nr - 1)) * hdp + x] * o[r][x];
+        for (int64_t r = 0; r < nr; ++r) {
+          D[t0 + r] = d[r];
+          L2[t0 + r] = lse[(b * H + h) * T + t0 + r] * kLog2eF;
+        }
       }
       for (int64_t j0 = 0; j0 < T; j0 += kBc) {
         const int64_t iend = w > 0 ? imin(T, j0 + kBc - 1 + w) : T;
@@ -285,7 +336,13 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
           if (cw == 0) continue;
           const int cd = classify_docs(doc, i0, i1, j0, imin(j0 + kBc, T));
           if (cd == 0) continue;
-          tile_gemm(rows, kBc, hd, qp + i0 * hdp, hdp, 1, kt + j0 * hd, kBc, P, kBc, false);
+          // Bands: S and dP (query rows, key columns: blocks), dV and dK (key rows, query p),
+          // dQ (query rows, key p).
+          const Band qs{i0, j0, w, true, false}, kp_{j0, i0, w, false, true},
+              qp_{i0, j0, w, true, true};
+          const bool edge = cw == 2;
+          tile_gemm(rows, kBc, hd, qp + i0 * hdp, hdp, 1, kt + j0 * hd, kBc, P, kBc, false,
+                    edge ? &qs : nullptr);
           if (cw == 2 || cd == 2) apply_mask(P, rows, i0, j0, w, doc, cd == 2);
           const Vec::R cv = Vec::set1(c);
           for (int64_t r = 0; r < rows; ++r) {
@@ -294,8 +351,10 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
               Vec::store(P + r * kBc + x,
                          vexp2(Vec::fmadd(Vec::load(P + r * kBc + x), cv, nl)));
           }
-          tile_gemm(kBc, hdp, rows, P, 1, kBc, dop + i0 * hdp, hdp, dvb + j0 * hdp, hdp, true);
-          tile_gemm(rows, kBc, hd, dop + i0 * hdp, hdp, 1, vt + j0 * hd, kBc, dS, kBc, false);
+          tile_gemm(kBc, hdp, rows, P, 1, kBc, dop + i0 * hdp, hdp, dvb + j0 * hdp, hdp, true,
+                    edge ? &kp_ : nullptr);
+          tile_gemm(rows, kBc, hd, dop + i0 * hdp, hdp, 1, vt + j0 * hd, kBc, dS, kBc, false,
+                    edge ? &qs : nullptr);
           const Vec::R sv = Vec::set1(scale);
           for (int64_t r = 0; r < rows; ++r) {
             const Vec::R dr = Vec::set1(D[i0 + r]);
@@ -305,8 +364,10 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
               Vec::store(dS + r * kBc + x, Vec::mul(p, t));
             }
           }
-          tile_gemm(kBc, hdp, rows, dS, 1, kBc, qp + i0 * hdp, hdp, dkb + j0 * hdp, hdp, true);
-          tile_gemm(rows, hdp, kBc, dS, kBc, 1, kp + j0 * hdp, hdp, dqb + i0 * hdp, hdp, true);
+          tile_gemm(kBc, hdp, rows, dS, 1, kBc, qp + i0 * hdp, hdp, dkb + j0 * hdp, hdp, true,
+                    edge ? &kp_ : nullptr);
+          tile_gemm(rows, hdp, kBc, dS, kBc, 1, kp + j0 * hdp, hdp, dqb + i0 * hdp, hdp, true,
+                    edge ? &qp_ : nullptr);
         }
       }
       for (int64_t t = 0; t < T; ++t)

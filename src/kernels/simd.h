@@ -16,9 +16,10 @@
 // Vec: zero, set1, load/store (unaligned), load_n/store_n (first n lanes, n >= 1; the rest
 // read as 0 and not written), add, sub, mul, div, fmadd (a*b+c, one rounding), fmsub (a*b-c),
 // fnmadd (c-a*b), min, max, round (to nearest even), ldexp(p, k) (p * 2^k, k integral in
-// [-126, 128]), lt_zero(x, lim, v) (v, 0 where x < lim), hsum/hmax (fixed lane order),
-// opaque(r) (the optimiser must assume r changed: keeps register loops honest), and
-// sq_acc_d(v, lo, hi) / hsum_d(lo, hi): v^2 accumulated in double per lane.
+// [-126, 128]), ldexp127(p, k) (the same for k in [-126, 127]; fewer ops on AVX2),
+// lt_zero(x, lim, v) (v, 0 where x < lim), hsum/hmax (fixed lane order), opaque(r) (the
+// optimiser must assume r changed: keeps register loops honest), and sq_acc_d(v, lo, hi) /
+// hsum_d(lo, hi): v^2 accumulated in double per lane.
 // After the structs: exp(x) (Cephes, within ~2 ulp of expf) and exp2(x) (for x <= 0, relative
 // error ~2e-7, exactly 0 below -126), written once over Vec for the vector ISAs; the scalar Vec
 // uses expf / exp2f.
@@ -76,6 +77,7 @@ struct Vec {
   static R max(R a, R b) { return _mm512_max_ps(a, b); }
   static R round(R a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static R ldexp(R p, R k) { return _mm512_scalef_ps(p, k); }
+  static R ldexp127(R p, R k) { return _mm512_scalef_ps(p, k); }
   static R lt_zero(R x, R lim, R v) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~_mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ)), v);
   }
@@ -125,6 +127,11 @@ struct Vec {
     return _mm256_mul_ps(p, _mm256_add_ps(_mm256_set1_ps(1.0f),
                                           _mm256_and_ps(_mm256_cmp_ps(k, k1, _CMP_GT_OQ),
                                                         _mm256_set1_ps(1.0f))));
+  }
+  // k in [-126, 127] only: 2^k straight from the exponent field (ldexp's result, fewer ops).
+  static R ldexp127(R p, R k) {
+    const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
   }
   static R lt_zero(R x, R lim, R v) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ), v); }
   static float hsum(R a) {
@@ -176,6 +183,7 @@ struct Vec {
   static R max(R a, R b) { return a > b ? a : b; }
   static R round(R a) { return nearbyintf(a); }
   static R ldexp(R p, R k) { return ldexpf(p, int(k)); }
+  static R ldexp127(R p, R k) { return ldexpf(p, int(k)); }
   static R lt_zero(R x, R lim, R v) { return x < lim ? 0.0f : v; }
   static float hsum(R a) { return a; }
   static float hmax(R a) { return a; }
@@ -220,7 +228,7 @@ inline Vec::R vexp2(Vec::R x) {
   p = Vec::fmadd(p, f, Vec::set1(2.4022650695910071e-01f));
   p = Vec::fmadd(p, f, Vec::set1(6.9314718055994531e-01f));
   p = Vec::fmadd(p, f, Vec::set1(1.0f));
-  return Vec::lt_zero(x, lim, Vec::ldexp(p, n));
+  return Vec::lt_zero(x, lim, Vec::ldexp127(p, n));
 }
 #else
 inline float vexp(float x) { return expf(x); }
