@@ -16,6 +16,7 @@
 #include "kernels/attention_bf16.h"
 #include "model/flops.h"
 #include "model/hf_io.h"
+#include "train/benchmark_callback.h"
 #include "train/metrics_log.h"
 #include "train/model_setup.h"
 #include "train/progress.h"
@@ -81,6 +82,19 @@ TrainerParts build_trainer_parts(Config cfg) {
   const int rank = p.rank = comm.rank();
   const int world = p.world = comm.world();
   validate(cfg, /*check_files=*/true);
+  if (cfg.dist.zero_stage == 3) {
+    // In-loop evaluation runs on rank 0 with the full parameters, which no rank holds under
+    // ZeRO-3 (zero3_params.h): refused here, before any step, rather than at its first pass.
+    const char* needs = !cfg.eval.sets.empty()              ? "eval.sets"
+                        : cfg.validation.interval > 0 && !cfg.validation.sets.empty() ? "validation.sets"
+                        : benchmarks_enabled(cfg)           ? "benchmarks.suites / canaries"
+                        : !cfg.benchmarks.tasks.empty()     ? "benchmarks.tasks"
+                                                            : nullptr;
+    OLMO_CHECK(needs == nullptr, "config key 'dist.zero_stage' = 3: in-loop evaluation (", needs,
+               ") needs the full parameters on rank 0, which ZeRO-3 does not keep; turn it off "
+               "(eval.sets={} validation.interval=0 or validation.sets={}, benchmarks.suites={} benchmarks.canaries='' "
+               "benchmarks.tasks=[]) and evaluate the checkpoints with `olmo evaluate`");
+  }
   OLMO_CHECK(cfg.data.processes == 0 || cfg.data.processes == world,
              "config key 'data.processes' = ", cfg.data.processes, " but the job runs ", world,
              " process", world == 1 ? "" : "es", " (mpirun -np ", world,

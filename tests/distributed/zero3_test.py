@@ -11,8 +11,9 @@ ZeRO-2 (fp32, dist.reduce=exact), and the memory it saves.
    attention kernels where the CPU has AVX512_BF16, else OLMO_BF16=emulate and fp32 attention).
 2. Resume across stages: stage 3 for 3 steps then stage 2 to 6 (np 2 -> 3), and stage 2 for
    3 steps then stage 3 to 6 (np 2): bitwise equal to the reference.
-3. Bad input: dist.zero_stage=3 with dist.reduce=fast or trainer.init_from_hf, and
-   dist.zero_stage=1: clear errors naming the key.
+3. Bad input: dist.zero_stage=3 with dist.reduce=fast, trainer.init_from_hf or in-loop
+   evaluation (eval.sets), and dist.zero_stage=1: clear errors naming
+   the key, before any step.
 4. Memory: a wider model (about 25 M parameters, so weights and gradients dominate the
    resident set) trains 1 step on 2 processes under stage 2 and 3, each rank wrapped in
    /usr/bin/time (peak RSS, one file per rank). The measured saving per rank (stage 2 peak - stage 3 peak) must be
@@ -107,7 +108,8 @@ def main():
     for extra, want in ((["dist.zero_stage=3", "dist.reduce=fast"], "needs dist.reduce=exact"),
                         (["dist.zero_stage=3", "trainer.init_from_hf=/nonexistent"],
                          "init_from_hf"),
-                        (["dist.zero_stage=1"], "must be 2 or 3")):
+                        (["dist.zero_stage=1"], "must be 2 or 3"),
+                        (["dist.zero_stage=3", f"eval.sets.val={data['val']}"], "eval.sets")):
         p = du.train(2, ov("bad", extra), check=False)
         check(p.returncode != 0 and "dist.zero_stage" in p.stderr and want in p.stderr,
               f"{extra}: expected a clear error with '{want}', got rc {p.returncode}: "
