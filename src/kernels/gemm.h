@@ -1,5 +1,6 @@
 // GEMM for every linear layer, through oneDNN's matmul primitive (the brgemm AVX-512 kernels;
-// primitives cached per shape), plus slow references for tests. Two input precisions:
+// primitives cached per shape) or, for the shapes of gemm_routes_to_micro below, our own
+// gemm_micro (gemm_micro.h), plus slow references for tests. Two input precisions:
 //   gemm       fp32 x fp32 -> fp32
 //   gemm_bf16  bf16 x bf16 -> fp32 (products exact in fp32, fp32 accumulation; beta = 1 adds
 //              into an fp32 C: how bf16_mixed accumulates weight gradients)
@@ -33,6 +34,23 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
                const bf16_t* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                int64_t ldc = 0);
+
+// gemm() always through oneDNN, never gemm_micro (benchmarks and tests compare the two).
+void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
+                 int64_t ldc = 0);
+
+// Whether gemm() sends this fp32 call to gemm_micro (gemm_micro.h) instead of oneDNN. A static
+// rule on the active ISA and the shape class (no timing), so every rank of a distributed run
+// picks the same kernel:
+//   active_isa() == avx2  &&  ta && !tb  &&  M >= 16384
+// i.e. on AVX2 parts the weight gradient dW += dy^T x of a matrix with >= 16384 rows (the LM
+// head: 100352 x 768 x chunk rows). Measured on Zen 2, 1 thread, alternated best-of-3 CPU time
+// (bench/results/gemm_shapes.md, "Zen 2 (AVX2)"): 100352x768x416 88.0% of the fp32 peak vs
+// oneDNN gemm:jit's 80.6% (x1.09; 160 rows x1.13, 1024 rows x1.06). Every other step shape
+// stays on oneDNN: gemm_micro ties or loses there (-6% .. +2%), except the MLP's 3072-row dW at a
+// steady +4..5%, under the 5% bar. AVX-512 and the scalar level: always oneDNN (not measured).
+bool gemm_routes_to_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 
 // References: triple loop with double accumulation. Same contracts.
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
