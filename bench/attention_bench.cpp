@@ -281,7 +281,7 @@ void bench_step_gemms(int reps, double peak, double peak_bf16) {
 }
 
 // "gemmmicro": the fp32 shapes of gemmstep (rows 0..11, and the LM-head dW at 160 / 1024 rows:
-// 12, 13; one row with OLMO_BENCH_SHAPE=i) through
+// 12, 13; other weight gradients: 14..19; one row with OLMO_BENCH_SHAPE=i) through
 // oneDNN directly (not gemm(), which may route to gemm_micro), gemm_micro (blocking from
 // OLMO_MICRO_KC / _MC / _NC, defaults gemm_micro.h) and, for ta = tb = 0, two oneDNN remedies:
 // K split in blocks of 8192 accumulated with beta = 1, and the transposed problem C^T = B^T A^T
@@ -307,6 +307,13 @@ void bench_micro(int reps, double peak) {
       {"lm dW (416 rows)", true, false, 100352, 768, 416, 5},
       {"lm dW (160 rows)", true, false, 100352, 768, 160, 13},
       {"lm dW (1024 rows)", true, false, 100352, 768, 1024, 2},
+      // the weight-gradient class at other sizes (calls: per step of that model, seq 2048)
+      {"fused gate-up dW", true, false, 6144, 768, 2048, 12},
+      {"fused qkv dW", true, false, 2304, 768, 2048, 12},
+      {"7B q,k,v,o dW", true, false, 4096, 4096, 2048, 128},
+      {"7B gate,up dW", true, false, 11008, 4096, 2048, 64},
+      {"7B down dW", true, false, 4096, 11008, 2048, 32},
+      {"7B lm dW (416 rows)", true, false, 100352, 4096, 416, 5},
   };
   GemmMicroBlocking blk;
   blk.kc = env_int("OLMO_MICRO_KC", blk.kc);
@@ -370,7 +377,8 @@ void bench_micro(int reps, double peak) {
       v.f();
       double md = 0, mx = 0;
       for (size_t q = 0; q < c.size(); ++q)
-        md = std::max(md, double(std::fabs(c[q] - c0[q]))), mx = std::max(mx, double(std::fabs(c0[q])));
+        md = std::max(md, double(std::fabs(c[q] - c0[q]))),
+        mx = std::max(mx, double(std::fabs(c0[q])));
       std::printf("  %-20s max |C - onednn| %.2e (max |C| %.2e)\n", v.name, md, mx);
     }
     for (int r = 0; r < reps; ++r)

@@ -155,7 +155,7 @@ void run_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, con
 }  // namespace
 
 bool gemm_routes_to_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
-  return active_isa() == Isa::avx2 && ta && !tb && M >= 16384;  // the rule of gemm.h
+  return active_isa() == Isa::avx2 && ta && !tb && M >= 3072 && N <= 1024;  // gemm.h's rule
 }
 
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

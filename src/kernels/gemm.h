@@ -43,13 +43,17 @@ void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
 // Whether gemm() sends this fp32 call to gemm_micro (gemm_micro.h) instead of oneDNN. A static
 // rule on the active ISA and the shape class (no timing), so every rank of a distributed run
 // picks the same kernel:
-//   active_isa() == avx2  &&  ta && !tb  &&  M >= 16384
-// i.e. on AVX2 parts the weight gradient dW += dy^T x of a matrix with >= 16384 rows (the LM
-// head: 100352 x 768 x chunk rows). Measured on Zen 2, 1 thread, alternated best-of-3 CPU time
-// (bench/results/gemm_shapes.md, "Zen 2 (AVX2)"): 100352x768x416 88.0% of the fp32 peak vs
-// oneDNN gemm:jit's 80.6% (x1.09; 160 rows x1.13, 1024 rows x1.06). Every other step shape
-// stays on oneDNN: gemm_micro ties or loses there (-6% .. +2%), except the MLP's 3072-row dW at a
-// steady +4..5%, under the 5% bar. AVX-512 and the scalar level: always oneDNN (not measured).
+//   active_isa() == avx2  &&  ta && !tb  &&  M >= 3072  &&  N <= 1024
+// i.e. on AVX2 parts a weight gradient dW += dy^T x with many rows and few columns: in
+// olmo3-190m the MLP's gate / up dW (3072 x 768) and the LM head's (100352 x 768). Measured on
+// Zen 2, 1 thread, alternated best-of-3 CPU time (bench/results/gemm_shapes.md, "Zen 2 (AVX2)"),
+// gemm_micro vs oneDNN's gemm:jit: 3072x768x2048 x1.07, 6144x768x2048 x1.08, 100352x768x416
+// x1.12 (160 / 1024 rows: x1.15 / x1.09); through gemm() the 190m MLP dW went from 84.6% to
+// 91.2% of the fp32 peak, the LM-head dW from 80.7% to 90.2%. Outside the rule gemm_micro ties
+// or loses: 2304x768x2048 x1.00, 768x3072x2048 x0.95-x0.99, 768x768x2048 x0.99, the 7B dW
+// 4096x4096 / 11008x4096 / 4096x11008 x0.99-x1.01, the 7B LM head 100352x4096x416 x1.03 (under
+// the 5% bar), every forward / backward-data shape x0.94-x1.02. N between 768 and 4096 is not
+// measured. AVX-512 and the scalar level: always oneDNN (not measured against it there).
 bool gemm_routes_to_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 
 // References: triple loop with double accumulation. Same contracts.

@@ -72,7 +72,8 @@ inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float*
   if (!full) {
     memset(tmp, 0, sizeof tmp);
     if (read_c)
-      for (int64_t r = 0; r < m; ++r) memcpy(tmp + r * kGemmNR, C + r * ldc, size_t(n) * sizeof(float));
+      for (int64_t r = 0; r < m; ++r)
+        memcpy(tmp + r * kGemmNR, C + r * ldc, size_t(n) * sizeof(float));
     d = tmp;
     ld = kGemmNR;
   }
@@ -89,7 +90,8 @@ inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float*
       Vec::store(q, v);
     }
   if (!full)
-    for (int64_t r = 0; r < m; ++r) memcpy(C + r * ldc, tmp + r * kGemmNR, size_t(n) * sizeof(float));
+    for (int64_t r = 0; r < m; ++r)
+      memcpy(C + r * ldc, tmp + r * kGemmNR, size_t(n) * sizeof(float));
 }
 }  // namespace
 
@@ -97,9 +99,22 @@ int64_t micro_nr() { return kGemmNR; }
 
 void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
                   int64_t kc, float* Ap) {
+  const int64_t full = mc / kGemmMR;  // whole slivers
+  if (ta && full > 0) {  // row by row: each row of A's block read in order (one stream)
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = A + (p0 + p) * lda + i0;
+      for (int64_t s = 0; s < full; ++s)
+        memcpy(Ap + s * kGemmMR * kc + p * kGemmMR, src + s * kGemmMR, kGemmMR * sizeof(float));
+    }
+    if (full * kGemmMR == mc) return;
+    micro_pack_a(ta, A, lda, i0 + full * kGemmMR, mc - full * kGemmMR, p0, kc,
+                 Ap + full * kGemmMR * kc);
+    return;
+  }
   for (int64_t s = 0; s * kGemmMR < mc; ++s) {
     float* dst = Ap + s * kGemmMR * kc;
-    const int64_t r0 = i0 + s * kGemmMR, m = mc - s * kGemmMR < kGemmMR ? mc - s * kGemmMR : kGemmMR;
+    const int64_t r0 = i0 + s * kGemmMR;
+    const int64_t m = mc - s * kGemmMR < kGemmMR ? mc - s * kGemmMR : kGemmMR;
     if (ta) {  // op(A)[i, p] = A[p * lda + i]: MR contiguous values per p
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = A + (p0 + p) * lda + r0;
@@ -141,7 +156,8 @@ void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, 
   }
   for (int64_t s = 0; s * kGemmNR < nc; ++s) {
     float* dst = Bp + s * kGemmNR * kc;
-    const int64_t c0 = j0 + s * kGemmNR, n = nc - s * kGemmNR < kGemmNR ? nc - s * kGemmNR : kGemmNR;
+    const int64_t c0 = j0 + s * kGemmNR;
+    const int64_t n = nc - s * kGemmNR < kGemmNR ? nc - s * kGemmNR : kGemmNR;
     if (!tb) {  // op(B)[p, j] = B[p * ldb + j]: NR contiguous values per p
       for (int64_t p = 0; p < kc; ++p) {
         const float* src = B + (p0 + p) * ldb + c0;
@@ -179,7 +195,8 @@ void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const floa
     const int64_t n = nc - jr < kGemmNR ? nc - jr : kGemmNR;
     for (int64_t ir = 0; ir < mc; ir += kGemmMR) {
       const int64_t m = mc - ir < kGemmMR ? mc - ir : kGemmMR;
-      gemm_micro_tile(kc, Ap + ir * kc, Bp + jr * kc, C + ir * ldc + jr, ldc, m, n, alpha, beta, first);
+      gemm_micro_tile(kc, Ap + ir * kc, Bp + jr * kc, C + ir * ldc + jr, ldc, m, n, alpha, beta,
+                      first);
     }
   }
 }

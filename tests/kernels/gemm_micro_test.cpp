@@ -128,17 +128,23 @@ TEST(GemmMicro, SameBitsForAnyThreadCountAndMcNc) {
   omp_set_num_threads(nt0);
 }
 
-// gemm() sends the shapes of gemm_routes_to_micro (gemm.h: on AVX2, the weight gradient of a
-// matrix with >= 16384 rows, ta = 1, tb = 0) to gemm_micro, the rest to oneDNN. K = 600 spans
-// several kc blocks of both kernels, so the two give different bits and the routing is visible.
+// gemm() sends the shapes of gemm_routes_to_micro (gemm.h: on AVX2, ta = 1, tb = 0, M >= 3072,
+// N <= 1024) to gemm_micro, the rest to oneDNN. K = 600 spans several kc blocks of both kernels,
+// so the two give different bits and the routing is visible.
 TEST(GemmMicro, GemmRoutesByTheStaticRule) {
   olmo::testing::IsaGuard guard;
   for (olmo::Isa isa : olmo::testing::isas()) {
     olmo::set_isa_override(isa);
-    for (auto [ta, tb, M, N, K] : {std::tuple{true, false, 16384, 32, 600},
-                                   {true, false, 16383, 32, 600}, {false, false, 16384, 32, 600},
-                                   {true, true, 16384, 32, 600}, {true, false, 96, 64, 600}}) {
-      const bool want = isa == olmo::Isa::avx2 && ta && !tb && M >= 16384;
+    const bool avx2 = isa == olmo::Isa::avx2;
+    // The rule's edges (not run: N = 1025 would be slow on the scalar copy).
+    EXPECT_EQ(olmo::kernels::gemm_routes_to_micro(true, false, 100352, 768, 416), avx2);
+    EXPECT_EQ(olmo::kernels::gemm_routes_to_micro(true, false, 3072, 1024, 2048), avx2);
+    EXPECT_FALSE(olmo::kernels::gemm_routes_to_micro(true, false, 3072, 1025, 2048));
+    EXPECT_FALSE(olmo::kernels::gemm_routes_to_micro(true, false, 3071, 768, 2048));
+    for (auto [ta, tb, M, N, K] : {std::tuple{true, false, 3072, 32, 600},
+                                   {true, false, 3071, 32, 600}, {false, false, 3072, 32, 600},
+                                   {true, true, 3072, 32, 600}, {true, false, 96, 64, 600}}) {
+      const bool want = avx2 && ta && !tb && M >= 3072;
       EXPECT_EQ(olmo::kernels::gemm_routes_to_micro(ta, tb, M, N, K), want)
           << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M;
       Case c = make_case(ta, tb, M, N, K, 0, 3);
