@@ -6,7 +6,8 @@
 // The bf16 attention kernels run after the fp32 ones where AVX512_BF16 is in use ("attn2048":
 // only the full-causal MHA shape of olmo3-190m, T 2048). Percentages of the fp32 FMA peak and
 // of the bf16 VDPBF16PS peak (kernels/peak.h), measured before and after.
-// Usage: bench_attention [attn|attn2048|attndemo|probe|gemmstep|loss|all|cmp|shapes] [reps]
+// Usage: bench_attention [attn|attn2048|attndemo|probe|gemmstep|gemmmicro|gemmdet|loss|all|cmp|
+//                         shapes] [reps]
 //                        [chunk_rows] [cpu|wall]
 //        (threads: OMP_NUM_THREADS)
 #include <omp.h>
@@ -17,6 +18,9 @@
 #include <random>
 #include <string>
 #include <ctime>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <vector>
 
 #include "core/cpu.h"
@@ -24,6 +28,7 @@
 #include "kernels/attention.h"
 #include "kernels/attention_bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_micro.h"
 #include "kernels/loss.h"
 #include "kernels/peak.h"
 
@@ -246,6 +251,9 @@ void bench_step_gemms(int reps, double peak, double peak_bf16) {
       {"lm dx (1024 rows)", false, false, 1024, 768, 100352, 2},
       {"lm dW (1024 rows)", true, false, 100352, 768, 1024, 2},
   };
+  // Without a native bf16 matmul (AVX2) gemm_bf16 runs the fp32 one on widened inputs: its %
+  // is then of the fp32 peak.
+  const double pb = peak_bf16 > 0 ? peak_bf16 : peak;
   for (const StepGemm& g : shapes) {
     const int64_t na = g.M * g.K, nb = g.K * g.N, nc = g.M * g.N;
     auto a = randv(size_t(na), 11, 1.0f), b = randv(size_t(nb), 12, 0.05f);
@@ -267,8 +275,148 @@ void bench_step_gemms(int reps, double peak, double peak_bf16) {
                 "%7.1f ms/step  bf16 %6.1f GFLOP/s (%5.1f%%) %7.1f ms/step\n",
                 g.what, int(g.ta), int(g.tb), (long long)g.M, (long long)g.N, (long long)g.K,
                 g.calls, fl / tf * 1e-9, 100 * fl / tf * 1e-9 / peak, tf * g.calls * 1e3,
-                fl / tb * 1e-9, 100 * fl / tb * 1e-9 / peak_bf16, tb * g.calls * 1e3);
+                fl / tb * 1e-9, 100 * fl / tb * 1e-9 / pb, tb * g.calls * 1e3);
     std::fflush(stdout);
+  }
+}
+
+// "gemmmicro": the fp32 shapes of gemmstep (rows 0..11, and the LM-head dW at 160 / 1024 rows:
+// 12, 13; other weight gradients: 14..19; one row with OLMO_BENCH_SHAPE=i) through
+// oneDNN directly (not gemm(), which may route to gemm_micro), gemm_micro (blocking from
+// OLMO_MICRO_KC / _MC / _NC, defaults gemm_micro.h) and, for ta = tb = 0, two oneDNN remedies:
+// K split in blocks of 8192 accumulated with beta = 1, and the transposed problem C^T = B^T A^T
+// into a scratch [N, M] transposed back. Variants alternate rep by rep on the same inputs; best
+// CPU time of each. The max abs difference to oneDNN's C is printed as a sanity check.
+int64_t env_int(const char* name, int64_t dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : dflt;
+}
+void bench_micro(int reps, double peak) {
+  const StepGemm shapes[] = {
+      {"q,k,v,o fwd x W^T", false, true, 2048, 768, 768, 48},
+      {"q,k,v,o dx dy W", false, false, 2048, 768, 768, 48},
+      {"q,k,v,o dW dy^T x", true, false, 768, 768, 2048, 48},
+      {"gate,up fwd", false, true, 2048, 3072, 768, 24},
+      {"down dx", false, false, 2048, 3072, 768, 12},
+      {"down fwd", false, true, 2048, 768, 3072, 12},
+      {"gate,up dx", false, false, 2048, 768, 3072, 24},
+      {"gate,up dW", true, false, 3072, 768, 2048, 24},
+      {"down dW", true, false, 768, 3072, 2048, 12},
+      {"lm fwd (416 rows)", false, true, 416, 100352, 768, 5},
+      {"lm dx (416 rows)", false, false, 416, 768, 100352, 5},
+      {"lm dW (416 rows)", true, false, 100352, 768, 416, 5},
+      {"lm dW (160 rows)", true, false, 100352, 768, 160, 13},
+      {"lm dW (1024 rows)", true, false, 100352, 768, 1024, 2},
+      // the weight-gradient class at other sizes (calls: per step of that model, seq 2048)
+      {"fused gate-up dW", true, false, 6144, 768, 2048, 12},
+      {"fused qkv dW", true, false, 2304, 768, 2048, 12},
+      {"7B q,k,v,o dW", true, false, 4096, 4096, 2048, 128},
+      {"7B gate,up dW", true, false, 11008, 4096, 2048, 64},
+      {"7B down dW", true, false, 4096, 11008, 2048, 32},
+      {"7B lm dW (416 rows)", true, false, 100352, 4096, 416, 5},
+  };
+  GemmMicroBlocking blk;
+  blk.kc = env_int("OLMO_MICRO_KC", blk.kc);
+  blk.mc = env_int("OLMO_MICRO_MC", blk.mc);
+  blk.nc = env_int("OLMO_MICRO_NC", blk.nc);
+  const int64_t only = env_int("OLMO_BENCH_SHAPE", -1);
+  std::printf("gemm_micro: MR 6 x NR %lld, kc %lld mc %lld nc %lld\n", (long long)gemm_micro_nr(),
+              (long long)blk.kc, (long long)blk.mc, (long long)blk.nc);
+  for (int64_t i = 0; i < int64_t(sizeof shapes / sizeof shapes[0]); ++i) {
+    if (only >= 0 && i != only) continue;
+    const StepGemm& g = shapes[i];
+    const int64_t na = g.M * g.K, nb = g.K * g.N, nc = g.M * g.N;
+    auto a = randv(size_t(na), 11, 1.0f), b = randv(size_t(nb), 12, 0.05f);
+    std::vector<float> c(size_t(nc), 0.0f), c0(size_t(nc), 0.0f), ct;
+    const float beta = g.ta ? 1.0f : 0.0f;
+    const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
+    // oneDNN itself (gemm() may route the shape to gemm_micro: the header line says so)
+    auto onednn = [&](float* C) {
+      gemm_onednn(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a.data(), b.data(), beta, C);
+    };
+    struct Variant {
+      const char* name;
+      std::function<void()> f;
+      double t = 1e30;
+    };
+    std::vector<Variant> vs;
+    vs.push_back({"onednn", [&] { onednn(c.data()); }});
+    vs.push_back({"micro", [&] {
+                    gemm_micro(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a.data(), b.data(), beta,
+                               c.data(), 0, 0, 0, blk);
+                  }});
+    if (!g.ta && !g.tb) {
+      const int64_t kb = 8192;
+      vs.push_back({"onednn ksplit 8192", [&] {
+                      for (int64_t p = 0; p < g.K; p += kb)
+                        gemm_onednn(false, false, g.M, g.N, std::min(kb, g.K - p), 1.0f,
+                                    a.data() + p, b.data() + p * ldb, p == 0 ? beta : 1.0f,
+                                    c.data(), lda, ldb, g.N);
+                    }});
+      ct.resize(size_t(nc));
+      vs.push_back({"onednn transposed", [&] {
+                      // C^T [N, M] = op(B)^T op(A)^T: B [K, N] read as transposed A, A [M, K]
+                      // as transposed B; then C = (C^T)^T.
+                      gemm_onednn(true, true, g.N, g.M, g.K, 1.0f, b.data(), a.data(), 0.0f,
+                                  ct.data(), ldb, lda, g.M);
+                      for (int64_t r = 0; r < g.M; ++r)
+                        for (int64_t q = 0; q < g.N; ++q)
+                          c[size_t(r * g.N + q)] = ct[size_t(q * g.M + r)];
+                    }});
+    }
+    // Reference result (from zero C: the beta = 1 shapes accumulate into C between calls, so
+    // the check compares one call each from the same starting C).
+    onednn(c0.data());
+    const double fl = 2.0 * double(g.M) * double(g.N) * double(g.K);
+    std::printf("gemm %-20s ta=%d tb=%d %6lldx%6lldx%6lld x%2d/step  oneDNN impl %s%s\n", g.what,
+                int(g.ta), int(g.tb), (long long)g.M, (long long)g.N, (long long)g.K, g.calls,
+                gemm_impl(false, g.ta, g.tb, g.M, g.N, g.K).c_str(),
+                gemm_routes_to_micro(g.ta, g.tb, g.M, g.N, g.K) ? " (gemm() routes: micro)" : "");
+    for (Variant& v : vs) {  // untimed call: primitive creation, first touch; the sanity check
+      std::fill(c.begin(), c.end(), 0.0f);
+      v.f();
+      double md = 0, mx = 0;
+      for (size_t q = 0; q < c.size(); ++q)
+        md = std::max(md, double(std::fabs(c[q] - c0[q]))),
+        mx = std::max(mx, double(std::fabs(c0[q])));
+      std::printf("  %-20s max |C - onednn| %.2e (max |C| %.2e)\n", v.name, md, mx);
+    }
+    for (int r = 0; r < reps; ++r)
+      for (Variant& v : vs) v.t = std::min(v.t, best_of(1, v.f));
+    for (Variant& v : vs)
+      std::printf("  %-20s %8.2f ms %6.1f GFLOP/s (%5.1f%%) %8.1f ms/step  x%.3f vs onednn\n",
+                  v.name, v.t * 1e3, fl / v.t * 1e-9, 100 * fl / v.t * 1e-9 / peak,
+                  v.t * g.calls * 1e3, vs[0].t / v.t);
+    std::fflush(stdout);
+  }
+}
+
+// "gemmdet": does the result depend on the thread count? oneDNN (gemm_onednn) and gemm_micro at
+// 1 and at omp_get_max_threads() threads, on the step's dx / dW / fwd classes (smaller K).
+void bench_determinism() {
+  struct S { bool ta, tb; int64_t M, N, K; };
+  const int nt = omp_get_max_threads();
+  for (S s : {S{false, true, 2048, 768, 768}, S{false, false, 2048, 768, 3072},
+              S{true, false, 768, 3072, 2048}, S{false, false, 416, 768, 20000},
+              S{true, false, 100352, 768, 416}}) {
+    auto a = randv(size_t(s.M * s.K), 21, 1.0f), b = randv(size_t(s.K * s.N), 22, 0.05f);
+    for (int which = 0; which < 2; ++which) {
+      std::vector<float> c1(size_t(s.M * s.N)), c2(c1.size());
+      auto run = [&](float* C) {
+        if (which == 0) gemm_onednn(s.ta, s.tb, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, C);
+        else gemm_micro(s.ta, s.tb, s.M, s.N, s.K, 1.0f, a.data(), b.data(), 0.0f, C);
+      };
+      omp_set_num_threads(1);
+      run(c1.data());
+      omp_set_num_threads(nt);
+      run(c2.data());
+      size_t diff = 0;
+      for (size_t q = 0; q < c1.size(); ++q) diff += std::memcmp(&c1[q], &c2[q], 4) != 0;
+      std::printf("determinism %-6s ta=%d tb=%d %lldx%lldx%lld: 1 vs %d threads: %zu of %zu "
+                  "elements differ\n", which ? "micro" : "onednn", int(s.ta), int(s.tb),
+                  (long long)s.M, (long long)s.N, (long long)s.K, nt, diff, c1.size());
+      std::fflush(stdout);
+    }
   }
 }
 }  // namespace
@@ -291,6 +439,8 @@ int main(int argc, char** argv) {
   if (what == "attn" || what == "attn2048" || what == "attndemo" || what == "all")
     bench_attention(reps, p0, b0, what == "all" ? "attn" : what);
   if (what == "gemmstep") bench_step_gemms(reps, p0, b0);
+  if (what == "gemmmicro") bench_micro(reps, p0);
+  if (what == "gemmdet") bench_determinism();
   if (what == "probe")  // bf16_mixed's attention choice (attention_bf16.h) at several shapes
     for (AttnShape s : {AttnShape{1, 1024, 4, 4, 64, 0}, AttnShape{1, 2048, 4, 4, 64, 0},
                         AttnShape{1, 2048, 12, 12, 64, 0}}) {

@@ -22,6 +22,8 @@ enum class Scratch : int {
   loss_x, loss_logits, loss_dx, loss_xb, loss_dlogits_b, loss_ce, loss_lz,
   // kernels/gemm.cpp (gemm_bf16 where oneDNN has no bf16 matmul: the fp32 copies of A and B)
   gemm_a, gemm_b,
+  // kernels/gemm_micro.cpp (packed B panel on the calling thread, packed A block per thread)
+  gemm_pack_a, gemm_pack_b,
   count
 };
 

@@ -15,10 +15,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cpu.h"
 #include "core/error.h"
 #include "core/profile.h"
 #include "core/scratch.h"
 #include "core/timer.h"
+#include "kernels/gemm_micro.h"
 
 namespace olmo::kernels {
 namespace {
@@ -152,9 +154,21 @@ void run_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, con
 
 }  // namespace
 
+bool gemm_routes_to_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
+  return active_isa() == Isa::avx2 && ta && !tb && M >= 3072 && N <= 1024;  // gemm.h's rule
+}
+
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
   OLMO_PROFILE_SHAPE("gemm", M, N, K, 2.0 * double(M) * double(N) * double(K));
+  if (gemm_routes_to_micro(ta, tb, M, N, K))
+    gemm_micro(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+  else
+    run(false, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+}
+
+void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
   run(false, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/bf16_body.h"
 #include "kernels/elementwise_body.h"
 #include "kernels/embedding_body.h"
+#include "kernels/gemm_micro_body.h"
 #include "kernels/loss_body.h"
 #include "kernels/norm_body.h"
 #include "kernels/peak_body.h"

@@ -1,10 +1,12 @@
 """Parity of olmo.cpp's OLMo 3 model with Hugging Face transformers' Olmo3ForCausalLM.
 
-Builds tiny random fp32 Olmo3ForCausalLM models (eager attention; an MHA variant and a GQA
-variant saved sharded; >= 4 layers so sliding and full layers both occur; sliding_window smaller
-than the sequence), saves each with save_pretrained, computes logits, loss and every parameter's
-gradient in PyTorch for a fixed batch, then runs `olmo logits` (which loads the directory by HF
-tensor names with our own safetensors reader) and compares:
+Builds tiny random fp32 Olmo3ForCausalLM models (eager attention; an MHA variant, a GQA
+variant saved sharded, and a "wide" one: MLP 3072, vocabulary 20000, whose gate / up and LM-head
+weight gradients fall in gemm_micro's shape class on AVX2; >= 4 layers so sliding and full layers
+both occur; sliding_window smaller than the sequence), saves each with save_pretrained,
+computes logits, loss and every parameter's gradient in PyTorch for a fixed batch, then runs
+`olmo logits` (which loads the directory by HF tensor names with our own safetensors reader) and
+compares:
   logits rel L2 <= 1e-5, batch and per-sequence loss rel <= 1e-6, each gradient rel L2 <= 1e-4,
 under every ISA path (OLMO_ISA=scalar/avx2/avx512), and the ISA paths against each other. That
 the paths really differ is checked two ways: each run must report (stderr "isa: X") the ISA
@@ -157,6 +159,11 @@ def main():
                 B=2, T=16, shard=False, seed=1)
         variant(tmp, "gqa", heads=6, kv=2, hidden=48, layers=5, inter=80, window=6, vocab=131,
                 B=3, T=13, shard=True, seed=2)
+        # MLP width 3072 and vocab 20000 (hidden 32): on AVX2 the gate / up and LM-head weight
+        # gradients run through gemm_micro (kernels/gemm.h, gemm_routes_to_micro), on the other
+        # paths through oneDNN.
+        variant(tmp, "wide", heads=2, kv=2, hidden=32, layers=4, inter=3072, window=5,
+                vocab=20000, B=2, T=12, shard=False, seed=3)
     if failures:
         sys.exit(f"FAILED: {failures}")
     print("parity: all checks passed")

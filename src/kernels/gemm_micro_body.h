@@ -1,0 +1,205 @@
+// Internal: the loops of gemm_micro (contract in gemm_micro.h), written once over simd.h's Vec and
+// stamped per ISA (gemm_micro.cpp: scalar; stamp_avx2.cpp, stamp_avx512.cpp).
+//
+// Layouts (MR = 6 rows, NR = 2 * Vec::W columns: 6 x 16 on AVX2, 6 x 32 on AVX-512, 6 x 2 scalar):
+//   packed A block: ceil(mc / MR) slivers, sliver s at Ap + s * MR * kc, element (r, p) at
+//                   [p * MR + r]; rows past mc are 0.
+//   packed B panel: ceil(nc / NR) slivers, sliver s at Bp + s * NR * kc, element (p, c) at
+//                   [p * NR + c]; columns past nc are 0.
+// The tile keeps MR x 2 Vec accumulators (12 ymm of the 16 on AVX2) and per k step loads two
+// Vec of B and broadcasts MR values of A: 12 FMAs per 8 loads, FMA-bound on Zen 2 / Haswell.
+// Summation order of one C element: p = 0 .. kc-1 in order inside the tile, then one fmadd into
+// C per kc block, blocks in K order. It depends on kc only (not on mc, nc, the tile's position
+// or the thread that runs it): the same bits for any thread count.
+#pragma once
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/simd.h"
+
+#define OLMO_GEMM_MICRO_BODY_DECLS                                                              \
+  /* Columns of the register tile (NR) of this ISA's copy. */                                   \
+  int64_t micro_nr();                                                                           \
+  /* Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] (gemm.h's op) into the packed A layout. */        \
+  void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,  \
+                    int64_t kc, float* Ap);                                                     \
+  /* Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into the packed B layout. */                       \
+  void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,  \
+                    int64_t nc, float* Bp);                                                     \
+  /* C[0:mc, 0:nc] (row stride ldc) = alpha * Ap Bp + (first ? beta * C : C); beta == 0 with */ \
+  /* first: C is not read. */                                                                   \
+  void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,        \
+                   float alpha, float beta, bool first, float* C, int64_t ldc);
+
+namespace olmo::kernels {
+OLMO_FOR_EACH_ISA(OLMO_GEMM_MICRO_BODY_DECLS)
+
+namespace OLMO_ISA_NS {
+
+namespace {
+constexpr int kGemmMR = 6;
+constexpr int kGemmNR = 2 * Vec::W;
+
+// One MR x NR tile of C (m <= MR valid rows, n <= NR valid columns) from a packed A sliver and a
+// packed B sliver of depth kc. Edge tiles run the same arithmetic on a copy in a local buffer.
+inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
+                       int64_t m, int64_t n, float alpha, float beta, bool first) {
+  constexpr int W = Vec::W;
+  // C's lines are needed only after the kc-long loop: fetch them now (C may be in L3 or DRAM,
+  // e.g. the LM head's 100352-row weight gradient), first and last float of each row's span.
+  for (int64_t r = 0; r < m; ++r) {
+    __builtin_prefetch(C + r * ldc, 1, 3);
+    __builtin_prefetch(C + r * ldc + n - 1, 1, 3);
+  }
+  Vec::R c[kGemmMR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kGemmMR; ++r) c[r][0] = c[r][1] = Vec::zero();
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const Vec::R b0 = Vec::load(Bp + p * kGemmNR), b1 = Vec::load(Bp + p * kGemmNR + W);
+#pragma GCC unroll 6
+    for (int r = 0; r < kGemmMR; ++r) {
+      const Vec::R a = Vec::set1(Ap[p * kGemmMR + r]);
+      c[r][0] = Vec::fmadd(a, b0, c[r][0]);
+      c[r][1] = Vec::fmadd(a, b1, c[r][1]);
+    }
+  }
+  const bool full = m == kGemmMR && n == kGemmNR;
+  const bool read_c = !first || beta != 0.0f;
+  float tmp[kGemmMR * kGemmNR];
+  float* d = C;
+  int64_t ld = ldc;
+  if (!full) {
+    memset(tmp, 0, sizeof tmp);
+    if (read_c)
+      for (int64_t r = 0; r < m; ++r)
+        memcpy(tmp + r * kGemmNR, C + r * ldc, size_t(n) * sizeof(float));
+    d = tmp;
+    ld = kGemmNR;
+  }
+  const Vec::R va = Vec::set1(alpha), vb = Vec::set1(beta);
+#pragma GCC unroll 6
+  for (int r = 0; r < kGemmMR; ++r)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      float* q = d + r * ld + h * W;
+      Vec::R v;
+      if (!first) v = Vec::fmadd(va, c[r][h], Vec::load(q));
+      else if (beta == 0.0f) v = Vec::mul(va, c[r][h]);
+      else v = Vec::fmadd(va, c[r][h], Vec::mul(vb, Vec::load(q)));
+      Vec::store(q, v);
+    }
+  if (!full)
+    for (int64_t r = 0; r < m; ++r)
+      memcpy(C + r * ldc, tmp + r * kGemmNR, size_t(n) * sizeof(float));
+}
+}  // namespace
+
+int64_t micro_nr() { return kGemmNR; }
+
+void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                  int64_t kc, float* Ap) {
+  const int64_t full = mc / kGemmMR;  // whole slivers
+  if (ta && full > 0) {  // row by row: each row of A's block read in order (one stream)
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = A + (p0 + p) * lda + i0;
+      for (int64_t s = 0; s < full; ++s)
+        memcpy(Ap + s * kGemmMR * kc + p * kGemmMR, src + s * kGemmMR, kGemmMR * sizeof(float));
+    }
+    if (full * kGemmMR == mc) return;
+    micro_pack_a(ta, A, lda, i0 + full * kGemmMR, mc - full * kGemmMR, p0, kc,
+                 Ap + full * kGemmMR * kc);
+    return;
+  }
+  for (int64_t s = 0; s * kGemmMR < mc; ++s) {
+    float* dst = Ap + s * kGemmMR * kc;
+    const int64_t r0 = i0 + s * kGemmMR;
+    const int64_t m = mc - s * kGemmMR < kGemmMR ? mc - s * kGemmMR : kGemmMR;
+    if (ta) {  // op(A)[i, p] = A[p * lda + i]: MR contiguous values per p
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = A + (p0 + p) * lda + r0;
+        for (int64_t r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = r < m ? src[r] : 0.0f;
+      }
+    } else {  // op(A)[i, p] = A[i * lda + p]: MR row streams
+      if (m == kGemmMR) {
+        const float* src[kGemmMR];
+        for (int r = 0; r < kGemmMR; ++r) src[r] = A + (r0 + r) * lda + p0;
+        for (int64_t p = 0; p < kc; ++p)
+#pragma GCC unroll 6
+          for (int r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = src[r][p];
+      } else {
+        for (int64_t p = 0; p < kc; ++p)
+          for (int64_t r = 0; r < kGemmMR; ++r)
+            dst[p * kGemmMR + r] = r < m ? A[(r0 + r) * lda + p0 + p] : 0.0f;
+      }
+    }
+  }
+}
+
+void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                  int64_t nc, float* Bp) {
+  constexpr int W = Vec::W;
+  const int64_t full = nc / kGemmNR;  // whole slivers
+  if (!tb && full > 0) {  // row by row: B's rows are read in order (one stream per call)
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = B + (p0 + p) * ldb + j0;
+      for (int64_t s = 0; s < full; ++s) {
+        float* d = Bp + s * kGemmNR * kc + p * kGemmNR;
+        Vec::store(d, Vec::load(src + s * kGemmNR));
+        Vec::store(d + W, Vec::load(src + s * kGemmNR + W));
+      }
+    }
+    if (full * kGemmNR == nc) return;
+    micro_pack_b(tb, B, ldb, p0, kc, j0 + full * kGemmNR, nc - full * kGemmNR,
+                 Bp + full * kGemmNR * kc);
+    return;
+  }
+  for (int64_t s = 0; s * kGemmNR < nc; ++s) {
+    float* dst = Bp + s * kGemmNR * kc;
+    const int64_t c0 = j0 + s * kGemmNR;
+    const int64_t n = nc - s * kGemmNR < kGemmNR ? nc - s * kGemmNR : kGemmNR;
+    if (!tb) {  // op(B)[p, j] = B[p * ldb + j]: NR contiguous values per p
+      for (int64_t p = 0; p < kc; ++p) {
+        const float* src = B + (p0 + p) * ldb + c0;
+        float* d = dst + p * kGemmNR;
+        if (n == kGemmNR) {
+          Vec::store(d, Vec::load(src));
+          Vec::store(d + W, Vec::load(src + W));
+        } else {
+          for (int64_t c = 0; c < kGemmNR; ++c) d[c] = c < n ? src[c] : 0.0f;
+        }
+      }
+    } else {  // op(B)[p, j] = B[j * ldb + p]: read along p, write with stride NR
+      for (int64_t c = 0; c < kGemmNR; ++c) {
+        if (c < n) {
+          const float* src = B + (c0 + c) * ldb + p0;
+          // the same span of the row one sliver ahead: short row segments defeat the hardware
+          // prefetcher (B may be the LM head's 100352 x 768 weight, far out of cache)
+          // (integer address arithmetic: past B's end for the last sliver; prefetches do not
+          // fault)
+          const uintptr_t ahead = uintptr_t(src) + uintptr_t(kGemmNR * ldb) * sizeof(float);
+          for (int64_t p = 0; p < kc; p += 16)
+            __builtin_prefetch(reinterpret_cast<const void*>(ahead + uintptr_t(p) * 4), 0, 3);
+          for (int64_t p = 0; p < kc; ++p) dst[p * kGemmNR + c] = src[p];
+        } else {
+          for (int64_t p = 0; p < kc; ++p) dst[p * kGemmNR + c] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,
+                 float alpha, float beta, bool first, float* C, int64_t ldc) {
+  for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
+    const int64_t n = nc - jr < kGemmNR ? nc - jr : kGemmNR;
+    for (int64_t ir = 0; ir < mc; ir += kGemmMR) {
+      const int64_t m = mc - ir < kGemmMR ? mc - ir : kGemmMR;
+      gemm_micro_tile(kc, Ap + ir * kc, Bp + jr * kc, C + ir * ldc + jr, ldc, m, n, alpha, beta,
+                      first);
+    }
+  }
+}
+
+}  // namespace OLMO_ISA_NS
+}  // namespace olmo::kernels
