@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <vector>
 
 #include "core/cpu.h"
@@ -223,20 +224,25 @@ struct StepGemm {
   int64_t M, N, K;
   int calls;  // per step (12 layers; LM head: chunks of 416 rows)
 };
+// The GEMM calls of one olmo3-190m step (seq 2048; LM head in chunks of 416 rows), in the
+// transposes model/olmo3.cpp uses; gemmstep and gemmmicro add their own rows after these.
+const StepGemm kStepGemms[] = {
+    {"q,k,v,o fwd x W^T", false, true, 2048, 768, 768, 48},
+    {"q,k,v,o dx dy W", false, false, 2048, 768, 768, 48},
+    {"q,k,v,o dW dy^T x", true, false, 768, 768, 2048, 48},
+    {"gate,up fwd", false, true, 2048, 3072, 768, 24},
+    {"down dx", false, false, 2048, 3072, 768, 12},
+    {"down fwd", false, true, 2048, 768, 3072, 12},
+    {"gate,up dx", false, false, 2048, 768, 3072, 24},
+    {"gate,up dW", true, false, 3072, 768, 2048, 24},
+    {"down dW", true, false, 768, 3072, 2048, 12},
+    {"lm fwd (416 rows)", false, true, 416, 100352, 768, 5},
+    {"lm dx (416 rows)", false, false, 416, 768, 100352, 5},
+    {"lm dW (416 rows)", true, false, 100352, 768, 416, 5},
+};
 void bench_step_gemms(int reps, double peak, double peak_bf16) {
-  const StepGemm shapes[] = {
-      {"q,k,v,o fwd x W^T", false, true, 2048, 768, 768, 48},
-      {"q,k,v,o dx dy W", false, false, 2048, 768, 768, 48},
-      {"q,k,v,o dW dy^T x", true, false, 768, 768, 2048, 48},
-      {"gate,up fwd", false, true, 2048, 3072, 768, 24},
-      {"down dx", false, false, 2048, 3072, 768, 12},
-      {"down fwd", false, true, 2048, 768, 3072, 12},
-      {"gate,up dx", false, false, 2048, 768, 3072, 24},
-      {"gate,up dW", true, false, 3072, 768, 2048, 24},
-      {"down dW", true, false, 768, 3072, 2048, 12},
-      {"lm fwd (416 rows)", false, true, 416, 100352, 768, 5},
-      {"lm dx (416 rows)", false, false, 416, 768, 100352, 5},
-      {"lm dW (416 rows)", true, false, 100352, 768, 416, 5},
+  std::vector<StepGemm> shapes(std::begin(kStepGemms), std::end(kStepGemms));
+  shapes.insert(shapes.end(), {
       // remedies
       {"fused qkv fwd", false, true, 2048, 2304, 768, 12},
       {"fused qkv dx", false, false, 2048, 768, 2304, 12},
@@ -250,7 +256,7 @@ void bench_step_gemms(int reps, double peak, double peak_bf16) {
       {"lm fwd (1024 rows)", false, true, 1024, 100352, 768, 2},
       {"lm dx (1024 rows)", false, false, 1024, 768, 100352, 2},
       {"lm dW (1024 rows)", true, false, 100352, 768, 1024, 2},
-  };
+  });
   // Without a native bf16 matmul (AVX2) gemm_bf16 runs the fp32 one on widened inputs: its %
   // is then of the fp32 peak.
   const double pb = peak_bf16 > 0 ? peak_bf16 : peak;
@@ -292,19 +298,8 @@ int64_t env_int(const char* name, int64_t dflt) {
   return v && *v ? std::atoll(v) : dflt;
 }
 void bench_micro(int reps, double peak) {
-  const StepGemm shapes[] = {
-      {"q,k,v,o fwd x W^T", false, true, 2048, 768, 768, 48},
-      {"q,k,v,o dx dy W", false, false, 2048, 768, 768, 48},
-      {"q,k,v,o dW dy^T x", true, false, 768, 768, 2048, 48},
-      {"gate,up fwd", false, true, 2048, 3072, 768, 24},
-      {"down dx", false, false, 2048, 3072, 768, 12},
-      {"down fwd", false, true, 2048, 768, 3072, 12},
-      {"gate,up dx", false, false, 2048, 768, 3072, 24},
-      {"gate,up dW", true, false, 3072, 768, 2048, 24},
-      {"down dW", true, false, 768, 3072, 2048, 12},
-      {"lm fwd (416 rows)", false, true, 416, 100352, 768, 5},
-      {"lm dx (416 rows)", false, false, 416, 768, 100352, 5},
-      {"lm dW (416 rows)", true, false, 100352, 768, 416, 5},
+  std::vector<StepGemm> shapes(std::begin(kStepGemms), std::end(kStepGemms));
+  shapes.insert(shapes.end(), {
       {"lm dW (160 rows)", true, false, 100352, 768, 160, 13},
       {"lm dW (1024 rows)", true, false, 100352, 768, 1024, 2},
       // the weight-gradient class at other sizes (calls: per step of that model, seq 2048)
@@ -314,7 +309,7 @@ void bench_micro(int reps, double peak) {
       {"7B gate,up dW", true, false, 11008, 4096, 2048, 64},
       {"7B down dW", true, false, 4096, 11008, 2048, 32},
       {"7B lm dW (416 rows)", true, false, 100352, 4096, 416, 5},
-  };
+  });
   GemmMicroBlocking blk;
   blk.kc = env_int("OLMO_MICRO_KC", blk.kc);
   blk.mc = env_int("OLMO_MICRO_MC", blk.mc);
@@ -322,7 +317,7 @@ void bench_micro(int reps, double peak) {
   const int64_t only = env_int("OLMO_BENCH_SHAPE", -1);
   std::printf("gemm_micro: MR 6 x NR %lld, kc %lld mc %lld nc %lld\n", (long long)gemm_micro_nr(),
               (long long)blk.kc, (long long)blk.mc, (long long)blk.nc);
-  for (int64_t i = 0; i < int64_t(sizeof shapes / sizeof shapes[0]); ++i) {
+  for (int64_t i = 0; i < int64_t(shapes.size()); ++i) {
     if (only >= 0 && i != only) continue;
     const StepGemm& g = shapes[i];
     const int64_t na = g.M * g.K, nb = g.K * g.N, nc = g.M * g.N;

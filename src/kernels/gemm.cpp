@@ -20,6 +20,7 @@
 #include "core/profile.h"
 #include "core/scratch.h"
 #include "core/timer.h"
+#include "kernels/gemm_args.h"
 #include "kernels/gemm_micro.h"
 
 namespace olmo::kernels {
@@ -106,15 +107,7 @@ const float* widen(Scratch slot, const bf16_t* x, int64_t rows, int64_t cols, in
 template <class T>
 void run(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A,
          const T* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (!lda) lda = ta ? M : K;
-  if (!ldb) ldb = tb ? K : N;
-  if (!ldc) ldc = N;
-  if (K == 0) {
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-    return;
-  }
+  if (gemm_args_done(ta, tb, M, N, K, beta, C, lda, ldb, ldc)) return;
   Key key{bf16, ta, tb, M, N, K, lda, ldb, ldc, alpha, beta};
   Prim& p = get_prim(key);
   static thread_local dnnl::stream stream(engine());

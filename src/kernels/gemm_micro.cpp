@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/scratch.h"
 #include "kernels/dispatch.h"
+#include "kernels/gemm_args.h"
 #include "kernels/gemm_micro_body.h"
 
 namespace olmo::kernels {
@@ -25,15 +26,7 @@ void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
                 const GemmMicroBlocking& blk) {
   OLMO_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm_micro: negative size");
   OLMO_CHECK(blk.kc > 0 && blk.mc > 0 && blk.nc > 0, "gemm_micro: bad blocking");
-  if (M == 0 || N == 0) return;
-  if (!lda) lda = ta ? M : K;
-  if (!ldb) ldb = tb ? K : N;
-  if (!ldc) ldc = N;
-  if (K == 0) {
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-    return;
-  }
+  if (gemm_args_done(ta, tb, M, N, K, beta, C, lda, ldb, ldc)) return;
   const int64_t NR = gemm_micro_nr();
   const auto pack_a = OLMO_DISPATCH(micro_pack_a);
   const auto pack_b = OLMO_DISPATCH(micro_pack_b);
