@@ -53,9 +53,36 @@ namespace {
 // AVX2: 6 x 2 (15 of 16 ymm); 4 x 3 and 128 x 128 tiles measured no faster (attention_loss.md).
 constexpr int kMR = Vec::W == 16 ? 6 : Vec::W == 8 ? 6 : 4;
 constexpr int kNV = Vec::W == 16 ? 4 : Vec::W == 8 ? 2 : 4;
+constexpr bool kTail55 = Vec::W == 8 && kMR == 6;
+constexpr bool kPackKFwd = Vec::W == 8;  // forward packs K (see attention_fwd_tiled)
 constexpr float kLog2eF = 1.4426950408889634f;
 constexpr float kLn2F = 0.6931471805599453f;
 
+
+// 2^x for the softmax arguments (x <= 0 up to rounding; -inf for masked entries).
+// AVX2: a degree-6 polynomial for 2^f, f in [-0.5, 0.5] (coefficients fitted here for relative
+// error, c0 = 1 so 2^0 = 1 exactly; ~9e-8 relative in fp32, as simd.h's degree-7 vexp2), and no
+// compare + mask: x is clamped to [-127, 126], and n = -127 puts 0 in the exponent field of
+// ldexp127's AVX2 2^n, so 2^x = +0 for x < -126.5 (-inf included); [-126.5, -126) gives a
+// ~1e-38 instead of vexp2's 0. One FMA and two other ops fewer per vector than vexp2 on Zen 2's
+// two FMA pipes. Other ISAs: vexp2 unchanged.
+#if OLMO_SIMD_BYTES == 32
+inline Vec::R attn_exp2(Vec::R x) {
+  const Vec::R xc = Vec::min(Vec::max(x, Vec::set1(-127.0f)), Vec::set1(126.0f));
+  const Vec::R n = Vec::round(xc);
+  const Vec::R f = Vec::sub(xc, n);
+  Vec::R p = Vec::set1(1.5366438310593367e-04f);
+  p = Vec::fmadd(p, f, Vec::set1(1.339693902991712e-03f));
+  p = Vec::fmadd(p, f, Vec::set1(9.618370793759823e-03f));
+  p = Vec::fmadd(p, f, Vec::set1(5.550336837768555e-02f));
+  p = Vec::fmadd(p, f, Vec::set1(2.4022649228572845e-01f));
+  p = Vec::fmadd(p, f, Vec::set1(6.931471824645996e-01f));
+  p = Vec::fmadd(p, f, Vec::set1(1.0f));
+  return Vec::ldexp127(p, n);
+}
+#else
+inline Vec::R attn_exp2(Vec::R x) { return vexp2(x); }
+#endif
 
 // Tile buffers: per-thread slots of core/scratch.h, reused by every call on the thread (no page
 // faults in the steady state; bounded by the largest call: ~8 * T * hd floats per thread for
@@ -64,9 +91,18 @@ constexpr float kLn2F = 0.6931471805599453f;
 inline float* scratch(int slot, int64_t n) { return ::olmo::scratch<float>(attn_scratch(slot), n); }
 
 // C[MR, NV*W] (+)= sum_p A[r*sai + p*sap] * B[p*ldb + 0 .. NV*W).
+// AVX2: always inlined into tile_gemm (with tile_gemm's direct call of the full block below,
+// a 64 x 64 x 64 tile_gemm on Zen 2 went from 93 to 100 GFLOP/s in an L1-resident loop; the
+// out-of-line micro reached through two jump tables ran its same inner loop ~7% slower).
+#if OLMO_SIMD_BYTES == 32
+#define OLMO_ATTN_MICRO_INLINE __attribute__((always_inline))
+#else
+#define OLMO_ATTN_MICRO_INLINE
+#endif
 template <int MR, int NV>
-inline void micro(int64_t K, const float* A, int64_t sai, int64_t sap, const float* B,
-                  int64_t ldb, float* C, int64_t ldc, bool acc) {
+OLMO_ATTN_MICRO_INLINE inline void micro(int64_t K, const float* A, int64_t sai, int64_t sap,
+                                         const float* B, int64_t ldb, float* C, int64_t ldc,
+                                         bool acc) {
   constexpr int W = Vec::W;
   Vec::R c[MR][NV];
 #pragma GCC unroll 8
@@ -130,8 +166,11 @@ void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai, int
   constexpr int W = Vec::W;
   for (int64_t n0 = 0; n0 < N; n0 += kNV * W) {
     const int nv = static_cast<int>(imin(kNV, (N - n0) / W));
-    for (int64_t m0 = 0; m0 < M; m0 += kMR) {
-      const int64_t mr = imin(kMR, M - m0);
+    for (int64_t m0 = 0, mr = 0; m0 < M; m0 += mr) {
+      // AVX2 (FMA latency 5 on Zen 2): a 4-row tail block has 8 accumulators, too few to cover
+      // the latency (77% of the peak in isolation vs 98% for 5 rows), so 10 rows left are
+      // done as 5 + 5 instead of 6 + 4 (64 = 9 * 6 + 2 * 5). Row results are unchanged.
+      mr = kTail55 && M - m0 == 10 ? 5 : imin(kMR, M - m0);
       int64_t k0 = 0, k1 = K;
       if (band) {
         int64_t lo, hi;
@@ -147,6 +186,10 @@ void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai, int
       const float* b = B + n0 + k0 * ldb;
       float* c = C + m0 * ldc + n0;
       const int64_t kk = k1 - k0;
+      if (Vec::W == 8 && mr == kMR && nv == kNV) {  // AVX2: the full block without the switches
+        micro<kMR, kNV>(kk, a, sai, sap, b, ldb, c, ldc, acc);
+        continue;
+      }
       switch (mr) {
         case 1: micro_nv<1>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
         case 2: micro_nv<2>(nv, kk, a, sai, sap, b, ldb, c, ldc, acc); break;
@@ -162,11 +205,40 @@ void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai, int
 // K^T in tile-major order, kt[(jt * hd + p) * kBc + c] = k[key jt*kBc + c][p] (zero padded), so
 // each key tile's [hd, kBc] block is one contiguous 16 KB run (a row stride of T floats would
 // put every row of the block in the same L1 set).
+// AVX2: whole 8 x 8 blocks go through registers (the element loop's 64 scattered scalar stores
+// per key were ~20% of the backward's own time for KV 12 on Zen 2); same values either way.
 void pack_kt(const float* k, int64_t T, int64_t KV, int64_t hd, int64_t Tp, int64_t g,
              float* kt) {
   for (int64_t j0 = 0; j0 < Tp; j0 += kBc) {
     float* blk = kt + j0 * hd;
-    for (int64_t c = 0; c < kBc; ++c) {
+    int64_t c = 0;
+#if OLMO_SIMD_BYTES == 32
+    if (hd % 8 == 0)
+      for (; c + 8 <= kBc && j0 + c + 8 <= T; c += 8) {
+        const float* src = k + ((j0 + c) * KV + g) * hd;
+        for (int64_t p = 0; p < hd; p += 8) {
+          __m256 r[8], t[8], u[8];
+          for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * KV * hd + p);
+          for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+            t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+          }
+          for (int i = 0; i < 8; i += 4) {
+            u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+            u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+            u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+            u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+          }
+          for (int i = 0; i < 4; ++i) {
+            _mm256_storeu_ps(blk + (p + i) * kBc + c,
+                             _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+            _mm256_storeu_ps(blk + (p + i + 4) * kBc + c,
+                             _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+          }
+        }
+      }
+#endif
+    for (; c < kBc; ++c) {
       const int64_t t = j0 + c;
       if (t < T) {
         const float* src = k + (t * KV + g) * hd;
@@ -196,12 +268,19 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
   const int64_t Tp = round_up(T, kBc), hdp = round_up(hd, W), nt = (T + kBr - 1) / kBr;
   const float c = static_cast<float>(1.0 / sqrt(static_cast<double>(hd))) * kLog2eF;
   // V rows repacked contiguously per kv head (a row stride of KV*hd floats would alias in L1),
-  // in the calling thread's scratch slot 12 (the workers use slots 0..5).
-  float* vp = scratch(12, B * KV * Tp * hdp);
+  // in the calling thread's scratch slot 12 (the workers use slots 0..5). On AVX2 K too (kpf,
+  // after V in the same slot): read in place, a K tile's 64 rows at a stride of KV*hd floats
+  // fall into 16 of the 64 sets of a 32 KiB L1 and miss on each of the 4 column passes of
+  // S^T = K Q^T (Zen 2: that product at 90.5 vs 98.9 GFLOP/s with K packed, T 2048, KV 12).
+  const int64_t nkv = B * KV * Tp * hdp;
+  float* vp = scratch(12, kPackKFwd ? 2 * nkv : nkv);
+  float* kpf = kPackKFwd ? vp + nkv : nullptr;
 #pragma omp parallel for schedule(static)
   for (int64_t bg = 0; bg < B * KV; ++bg) {
     const int64_t b = bg / KV, g = bg % KV;
     pack_rows(v + (b * T * KV + g) * hd, T, KV * hd, hd, Tp, hdp, vp + bg * Tp * hdp);
+    if (kPackKFwd)
+      pack_rows(k + (b * T * KV + g) * hd, T, KV * hd, hd, Tp, hdp, kpf + bg * Tp * hdp);
   }
 #pragma omp parallel
   {
@@ -234,8 +313,10 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
         if (cd == 0) continue;
         const int64_t kr = imin(kBc, T - j0);
         const Band kq{j0, i0, w, false, false}, qk{i0, j0, w, true, true};
-        tile_gemm(kr, kBr, hd, k + ((b * T + j0) * KV + g) * hd, KV * hd, 1, Qt, kBr, St, kBr,
-                  false, cw == 2 ? &kq : nullptr);
+        const float* ktile =
+            kPackKFwd ? kpf + (bg * Tp + j0) * hdp : k + ((b * T + j0) * KV + g) * hd;
+        tile_gemm(kr, kBr, hd, ktile, kPackKFwd ? hdp : KV * hd, 1, Qt, kBr, St, kBr, false,
+                  cw == 2 ? &kq : nullptr);
         for (int64_t x = kr * kBr; x < kBc * kBr; ++x) St[x] = -INFINITY;
         if (cw == 2 || cd == 2) apply_mask_t(St, kr, rows, i0, j0, w, doc, cd == 2);
         const Vec::R cv = Vec::set1(c), lowest = Vec::set1(-3.0e38f);
@@ -247,10 +328,10 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
           // Columns with nothing visible yet keep mnew = -inf; the finite stand-in makes their
           // p = 2^-inf = 0 and alpha = 0 instead of NaN.
           const Vec::R nm = Vec::sub(Vec::zero(), Vec::max(mnew, lowest));
-          const Vec::R a = vexp2(Vec::add(mold, nm));
+          const Vec::R a = attn_exp2(Vec::add(mold, nm));
           Vec::R sum = Vec::zero();
           for (int64_t r = 0; r < kBc; ++r) {
-            const Vec::R p = vexp2(Vec::fmadd(Vec::load(St + r * kBr + x), cv, nm));
+            const Vec::R p = attn_exp2(Vec::fmadd(Vec::load(St + r * kBr + x), cv, nm));
             Vec::store(St + r * kBr + x, p);
             sum = Vec::add(sum, p);
           }
@@ -349,7 +430,7 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
             const Vec::R nl = Vec::set1(-L2[i0 + r]);
             for (int64_t x = 0; x < kBc; x += W)
               Vec::store(P + r * kBc + x,
-                         vexp2(Vec::fmadd(Vec::load(P + r * kBc + x), cv, nl)));
+                         attn_exp2(Vec::fmadd(Vec::load(P + r * kBc + x), cv, nl)));
           }
           tile_gemm(kBc, hdp, rows, P, 1, kBc, dop + i0 * hdp, hdp, dvb + j0 * hdp, hdp, true,
                     edge ? &kp_ : nullptr);
