@@ -71,14 +71,10 @@ inline Vec::R attn_exp2(Vec::R x) {
   const Vec::R xc = Vec::min(Vec::max(x, Vec::set1(-127.0f)), Vec::set1(126.0f));
   const Vec::R n = Vec::round(xc);
   const Vec::R f = Vec::sub(xc, n);
-  Vec::R p = Vec::set1(1.5366438310593367e-04f);
-  p = Vec::fmadd(p, f, Vec::set1(1.339693902991712e-03f));
-  p = Vec::fmadd(p, f, Vec::set1(9.618370793759823e-03f));
-  p = Vec::fmadd(p, f, Vec::set1(5.550336837768555e-02f));
-  p = Vec::fmadd(p, f, Vec::set1(2.4022649228572845e-01f));
-  p = Vec::fmadd(p, f, Vec::set1(6.931471824645996e-01f));
-  p = Vec::fmadd(p, f, Vec::set1(1.0f));
-  return Vec::ldexp127(p, n);
+  static constexpr float c[] = {1.5366438310593367e-04f, 1.339693902991712e-03f,
+                                9.618370793759823e-03f,  5.550336837768555e-02f,
+                                2.4022649228572845e-01f, 6.931471824645996e-01f, 1.0f};
+  return Vec::ldexp127(vpoly(f, c), n);
 }
 #else
 inline Vec::R attn_exp2(Vec::R x) { return vexp2(x); }

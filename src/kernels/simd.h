@@ -25,6 +25,7 @@
 // uses expf / exp2f.
 #pragma once
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -195,6 +196,17 @@ struct Vec {
 #endif
 
 #if OLMO_SIMD_BYTES > 16
+// c[0] f^(N-1) + c[1] f^(N-2) + ... + c[N-1] by Horner's rule: N-1 fused multiply-adds, highest
+// degree first (one rounding each). The one polynomial evaluation of the exp functions below and
+// of a kernel's own variants (attention_body.h's attn_exp2). c must be a constant array.
+template <size_t N>
+inline Vec::R vpoly(Vec::R f, const float (&c)[N]) {
+  Vec::R p = Vec::set1(c[0]);
+#pragma GCC unroll 16
+  for (size_t i = 1; i < N; ++i) p = Vec::fmadd(p, f, Vec::set1(c[i]));
+  return p;
+}
+
 // e^x: x = k ln2 + r (|r| <= ln2/2, Cody-Waite split of ln2), degree-6 Cephes polynomial for
 // e^r, then 2^k. x is clamped to [-87.34, 88.38] (k in [-126, 128]), so e^x saturates cleanly.
 inline Vec::R vexp(Vec::R x) {
@@ -202,12 +214,9 @@ inline Vec::R vexp(Vec::R x) {
   const Vec::R k = Vec::round(Vec::mul(x, Vec::set1(1.44269504088896341f)));
   Vec::R r = Vec::fnmadd(k, Vec::set1(0.693359375f), x);
   r = Vec::fnmadd(k, Vec::set1(-2.12194440e-4f), r);
-  Vec::R p = Vec::set1(1.9875691500e-4f);
-  p = Vec::fmadd(p, r, Vec::set1(1.3981999507e-3f));
-  p = Vec::fmadd(p, r, Vec::set1(8.3334519073e-3f));
-  p = Vec::fmadd(p, r, Vec::set1(4.1665795894e-2f));
-  p = Vec::fmadd(p, r, Vec::set1(1.6666665459e-1f));
-  p = Vec::fmadd(p, r, Vec::set1(5.0000001201e-1f));
+  static constexpr float c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  Vec::R p = vpoly(r, c);
   p = Vec::fmadd(Vec::mul(p, r), r, r);
   p = Vec::add(p, Vec::set1(1.0f));
   return Vec::ldexp(p, k);
@@ -220,14 +229,11 @@ inline Vec::R vexp2(Vec::R x) {
   const Vec::R xc = Vec::min(Vec::max(x, lim), Vec::set1(126.0f));
   const Vec::R n = Vec::round(xc);
   const Vec::R f = Vec::sub(xc, n);
-  Vec::R p = Vec::set1(1.5252733804059840e-05f);
-  p = Vec::fmadd(p, f, Vec::set1(1.5403530393381606e-04f));
-  p = Vec::fmadd(p, f, Vec::set1(1.3333558146428443e-03f));
-  p = Vec::fmadd(p, f, Vec::set1(9.6181291076284772e-03f));
-  p = Vec::fmadd(p, f, Vec::set1(5.5504108664821580e-02f));
-  p = Vec::fmadd(p, f, Vec::set1(2.4022650695910071e-01f));
-  p = Vec::fmadd(p, f, Vec::set1(6.9314718055994531e-01f));
-  p = Vec::fmadd(p, f, Vec::set1(1.0f));
+  static constexpr float c[] = {1.5252733804059840e-05f, 1.5403530393381606e-04f,
+                                1.3333558146428443e-03f, 9.6181291076284772e-03f,
+                                5.5504108664821580e-02f, 2.4022650695910071e-01f,
+                                6.9314718055994531e-01f, 1.0f};
+  const Vec::R p = vpoly(f, c);
   return Vec::lt_zero(x, lim, Vec::ldexp127(p, n));
 }
 #else
