@@ -78,6 +78,11 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }  // namespace
 
 TEST(MemoryPlan, ActivationsMatchMeasuredPeakRss) {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's shadow memory, redzones and quarantine inflate the peak RSS this test measures
+  // (make test-asan: +337 MiB for a 254 MiB plan); the plan is checked in the plain build.
+  GTEST_SKIP() << "peak RSS is not comparable under AddressSanitizer";
+#endif
   const model::ModelConfig base = rss_cfg();
   train::PlanInputs in;
   in.seq_len = kT, in.micro_batch = kB, in.processes = 1, in.exact = false;
