@@ -212,26 +212,8 @@ void pack_kt(const float* k, int64_t T, int64_t KV, int64_t hd, int64_t Tp, int6
     if (hd % 8 == 0)
       for (; c + 8 <= kBc && j0 + c + 8 <= T; c += 8) {
         const float* src = k + ((j0 + c) * KV + g) * hd;
-        for (int64_t p = 0; p < hd; p += 8) {
-          __m256 r[8], t[8], u[8];
-          for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * KV * hd + p);
-          for (int i = 0; i < 8; i += 2) {
-            t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-            t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-          }
-          for (int i = 0; i < 8; i += 4) {
-            u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-            u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-            u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-            u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-          }
-          for (int i = 0; i < 4; ++i) {
-            _mm256_storeu_ps(blk + (p + i) * kBc + c,
-                             _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
-            _mm256_storeu_ps(blk + (p + i + 4) * kBc + c,
-                             _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
-          }
-        }
+        for (int64_t p = 0; p < hd; p += 8)
+          Vec::transpose8(src + p, KV * hd, blk + p * kBc + c, kBc);
       }
 #endif
     for (; c < kBc; ++c) {

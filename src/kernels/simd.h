@@ -19,7 +19,7 @@
 // [-126, 128]), ldexp127(p, k) (the same for k in [-126, 127]; fewer ops on AVX2),
 // lt_zero(x, lim, v) (v, 0 where x < lim), hsum/hmax (fixed lane order), opaque(r) (the
 // optimiser must assume r changed: keeps register loops honest), and sq_acc_d(v, lo, hi) /
-// hsum_d(lo, hi): v^2 accumulated in double per lane.
+// hsum_d(lo, hi): v^2 accumulated in double per lane; AVX2 only: transpose8 (an 8 x 8 block).
 // After the structs: exp(x) (Cephes, within ~2 ulp of expf) and exp2(x) (for x <= 0, relative
 // error ~2e-7, exactly 0 below -126), written once over Vec for the vector ISAs; the scalar Vec
 // uses expf / exp2f.
@@ -146,6 +146,26 @@ struct Vec {
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
+  }
+  // AVX2 only: dst[j * ldd + i] = src[i * lds + j] for an 8 x 8 block, through registers
+  // (unpack / shuffle / permute: 24 shuffles for 8 loads and 8 stores, no scalar scatter).
+  static void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {
+      _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+      _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
   }
   static void opaque(R& a) { __asm__ volatile("" : "+x"(a)); }
   static D zero_d() { return _mm256_setzero_pd(); }
