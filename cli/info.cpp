@@ -52,8 +52,8 @@ int run_info(int argc, char** argv) {
         "  --reduce  exact (default) or fast gradient reduction (see src/distributed/zero.h)\n"
         "  --micro-batches  micro-batches per rank per step\n"
         "  --exact-accumulator  auto (default: dist::local_accumulator, sharded above 8\n"
-        "            processes or at one micro-batch per rank), local (16 B/param, one\n"
-        "            reduction per step) or sharded (16 B/param / N, one per micro-batch)\n"
+        "            processes or at one micro-batch per rank), local (8 B/param, one\n"
+        "            reduction per step) or sharded (8 B/param / N, one per micro-batch)\n"
         "presets:");
     for (auto& n : preset_names()) std::printf(" %s", n.c_str());
     std::printf("\n");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/timer.h"
@@ -38,8 +39,19 @@ bool local_accumulator(const std::string& setting, int64_t world, int64_t micro_
   throw Error(cat("dist.exact_accumulator must be auto, local or sharded, got '", setting, "'"));
 }
 
+// Rank r's part of the range [a, b): [lo, lo + n) of the flat vector (n = 0 when none).
+namespace {
+struct Part {
+  size_t lo = 0, n = 0;
+};
+Part part_of(const ShardLayout& L, size_t r, size_t a, size_t b) {
+  const size_t lo = std::max(a, L.begin(r)), hi = std::min(b, L.end(r));
+  return lo < hi ? Part{lo, hi - lo} : Part{};
+}
+}  // namespace
+
 GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
-                         bool local_accumulator)
+                         bool local_accumulator, std::vector<size_t> segments)
     : comm_(comm), layout_(numel, size_t(comm.world())), mode_(mode),
       local_(local_accumulator || comm.world() == 1) {
   const size_t W = layout_.world;
@@ -47,8 +59,8 @@ GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size
   nbuckets_ = layout_.shard_len == 0 ? 0 : (layout_.shard_len + bucket_ - 1) / bucket_;
   for (int s = 0; s < 2; ++s) {
     if (mode_ == ReduceMode::exact) {
-      stage_i_[s].assign(W * 2 * bucket_, 0);
-      recv_i_[s].assign(2 * bucket_, 0);
+      stage_i_[s].assign(W * bucket_, 0);
+      recv_i_[s].assign(bucket_, 0);
     } else {
       stage_f_[s].assign(W * bucket_, 0.0f);
       recv_f_[s].assign(bucket_, 0.0f);
@@ -56,28 +68,31 @@ GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size
   }
   if (mode_ == ReduceMode::exact) {
     const size_t n = local_ ? std::max(numel, nbuckets_ * bucket_) : nbuckets_ * bucket_;
-    acc_lo_.assign(n, 0);
-    acc_hi_.assign(n, 0);
+    acc_.assign(n, 0);
+    if (segments.empty()) segments = {0, numel};
+    if (numel > 0) scales_ = SegmentScales(std::move(segments), 1);
+    seen_.assign(scales_.segments(), 0);
   }
 }
 
 size_t GradReducer::buffer_bytes() const {
-  size_t b = (acc_lo_.size() + acc_hi_.size()) * sizeof(uint64_t);
+  size_t b = acc_.size() * sizeof(int64_t);
   for (int s = 0; s < 2; ++s)
-    b += (stage_i_[s].size() + recv_i_[s].size()) * sizeof(uint64_t) +
+    b += (stage_i_[s].size() + recv_i_[s].size()) * sizeof(int64_t) +
          (stage_f_[s].size() + recv_f_[s].size()) * sizeof(float);
   return b;
 }
 
-void GradReducer::begin_step() {
-  // local: the step's first micro-batch overwrites the accumulator (convert_fixed: 0 + x = x,
-  // the same bits), so no 16 B/parameter clear and no read of zeros here.
-  if (!local_) {
-    std::fill(acc_lo_.begin(), acc_lo_.end(), uint64_t(0));
-    std::fill(acc_hi_.begin(), acc_hi_.end(), uint64_t(0));
-  }
+void GradReducer::begin_step(int64_t global_instances) {
+  // local: the step's first micro-batch overwrites the accumulator (a store: 0 + q = q, the
+  // same bits), so no 8 B/parameter clear and no read of zeros here.
+  if (!local_) std::fill(acc_.begin(), acc_.end(), int64_t(0));
+  if (mode_ == ReduceMode::exact && layout_.numel > 0)
+    scales_.begin_step(std::max<int64_t>(1, global_instances));
+  std::fill(seen_.begin(), seen_.end(), int64_t(0));
   fresh_ = true;
-  bad_ = false;
+  flags_ = 0;
+  redo_ = false;
 }
 
 // For k = 0..nbuckets-1: fill(k, stage) writes bucket k of every rank's shard into
@@ -86,10 +101,15 @@ void GradReducer::begin_step() {
 template <class T, class Fill, class Drain>
 void GradReducer::bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len, Fill fill,
                                           Drain drain) {
-  std::vector<T>* stage = mode_ == ReduceMode::exact ? (std::vector<T>*)stage_i_
-                                                     : (std::vector<T>*)stage_f_;
-  std::vector<T>* recv = mode_ == ReduceMode::exact ? (std::vector<T>*)recv_i_
-                                                    : (std::vector<T>*)recv_f_;
+  std::vector<T>* stage;
+  std::vector<T>* recv;
+  if constexpr (std::is_same_v<T, int64_t>) {
+    stage = stage_i_;
+    recv = recv_i_;
+  } else {
+    stage = stage_f_;
+    recv = recv_f_;
+  }
   const size_t S = bucket_;
   Communicator::Request req[2];
   int64_t pending[2] = {-1, -1};
@@ -117,72 +137,99 @@ void GradReducer::bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len
   complete(int((nbuckets + 1) % 2));
 }
 
+// The sharded accumulator's micro-batch round over the part [a, b) of the flat vector (the whole
+// vector for add_micro_batch, one unit for add_range): rank block r of bucket k holds rank r's
+// part elements [k S, (k+1) S) converted from g (g[0] = element a); this rank's own block
+// carries its accumulator plus its gradient, so the reduce-scatter result is the new
+// accumulator (integer sums: any order, same bits).
+void GradReducer::sharded_round(const float* g, size_t a, size_t b) {
+  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
+  size_t longest = 0;
+  for (size_t r = 0; r < W; ++r) longest = std::max(longest, part_of(layout_, r, a, b).n);
+  const Part mine = part_of(layout_, me, a, b);
+  const size_t at = mine.n ? mine.lo - layout_.begin(me) : 0;  // in the shard accumulator
+  uint32_t flags = 0;
+  bucketed_reduce_scatter<int64_t>(
+      Type::i64, (longest + S - 1) / S, mine.n,
+      [&](size_t k, int64_t* st) {
+        for (size_t r = 0; r < W; ++r) {
+          const Part p = part_of(layout_, r, a, b);
+          const size_t lo = std::min(p.n, k * S), n = std::min(p.n, (k + 1) * S) - lo;
+          int64_t* blk = st + r * S;
+          const size_t flat = p.lo + lo;
+          if (r == me) {
+            std::copy(acc_.data() + at + lo, acc_.data() + at + lo + n, blk);
+            flags |= scales_.convert(blk, g + (flat - a), flat, flat + n, true, seen_);
+          } else {
+            flags |= scales_.convert(blk, g + (flat - a), flat, flat + n, false, seen_);
+          }
+          std::fill(blk + n, blk + S, int64_t(0));
+        }
+      },
+      [&](size_t k, const int64_t* rv, size_t n) {
+        std::copy(rv, rv + n, acc_.data() + at + k * S);
+      });
+  flags_ |= flags;
+}
+
 void GradReducer::add_micro_batch(const float* g) {
   if (mode_ != ReduceMode::exact) return;
-  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
-  bool bad = false;
   if (local_) {  // sum locally; one reduce-scatter in finish()
-    bad_ = (fresh_ ? convert_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel)
-                   : accumulate_fixed(acc_lo_.data(), acc_hi_.data(), g, layout_.numel)) ||
-           bad_;
+    flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_);
     fresh_ = false;
     return;
   }
-  // Rank block r of the staging buffer is [S low words | S high words] of bucket k of shard r.
-  // This rank's own block carries its accumulator plus its gradient, so the reduce-scatter
-  // result is the new accumulator (integer sums: any order, same bits).
-  bucketed_reduce_scatter<uint64_t>(
-      Type::fixed128, nbuckets_, layout_.len(me),
-      [&](size_t k, uint64_t* st) {
-        for (size_t r = 0; r < W; ++r) {
-          const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
-          const size_t n = hi - lo;
-          uint64_t* blo = st + r * 2 * S;
-          uint64_t* bhi = blo + S;
-          if (r == me) {
-            std::copy(acc_lo_.data() + k * S, acc_lo_.data() + k * S + n, blo);
-            std::copy(acc_hi_.data() + k * S, acc_hi_.data() + k * S + n, bhi);
-            bad |= accumulate_fixed(blo, bhi, g + layout_.begin(r) + lo, n);
-          } else {
-            bad |= convert_fixed(blo, bhi, g + layout_.begin(r) + lo, n);
-          }
-          std::fill(blo + n, blo + S, uint64_t(0));
-          std::fill(bhi + n, bhi + S, uint64_t(0));
-        }
-      },
-      [&](size_t k, const uint64_t* rv, size_t n) {
-        std::copy(rv, rv + n, acc_lo_.data() + k * S);
-        std::copy(rv + S, rv + S + n, acc_hi_.data() + k * S);
-      });
-  bad_ = bad_ || bad;
+  sharded_round(g, 0, layout_.numel);
 }
 
 bool GradReducer::finish(const float* g, float* shard) {
   const size_t W = layout_.world, S = bucket_;
-  if (mode_ == ReduceMode::exact && local_ && fresh_) {  // no micro-batch this step: sum 0
-    std::fill(acc_lo_.begin(), acc_lo_.begin() + layout_.numel, uint64_t(0));
-    std::fill(acc_hi_.begin(), acc_hi_.begin() + layout_.numel, uint64_t(0));
+  redo_ = false;
+  if (mode_ == ReduceMode::exact) {
+    if (local_ && fresh_)  // no micro-batch this step: sum 0
+      std::fill(acc_.begin(), acc_.begin() + layout_.numel, int64_t(0));
+    // One max-reduce carries both flags and every segment's largest exponent: the overflow
+    // decision and the next scales are then the same on every rank (global-batch properties).
+    std::vector<int64_t> v(seen_.size() + 2);
+    v[0] = (flags_ & kOverflow) ? 1 : 0;
+    v[1] = (flags_ & kNonFinite) ? 1 : 0;
+    std::copy(seen_.begin(), seen_.end(), v.begin() + 2);
+    timed(comm_s_, [&] { comm_.allreduce(v.data(), v.size(), Type::i64, Op::max); });
+    const bool overflow = v[0] != 0, nonfinite = v[1] != 0;
+    // Next scales: this step's exponents, decaying by at most one binade per step (a tensor
+    // whose gradient is zero for a step keeps a usable scale).
+    std::vector<int64_t> next(scales_.segments());
+    for (size_t s = 0; s < next.size(); ++s)
+      next[s] = std::max<int64_t>(v[s + 2], std::max<int64_t>(0, scales_.exponents()[s] - 1));
+    if (nonfinite || overflow) {
+      scales_.set_exponents(next);
+      redo_ = overflow && !nonfinite;
+      return nonfinite;
+    }
+    next_exponents_ = std::move(next);  // after the rounding below, which uses this step's
   }
   if (mode_ == ReduceMode::exact && W > 1 && local_) {
     // One integer reduce-scatter of the full local accumulators; each bucket of this rank's
     // shard is rounded to fp32 as it arrives.
-    bucketed_reduce_scatter<uint64_t>(
-        Type::fixed128, nbuckets_, layout_.len(size_t(comm_.rank())),
-        [&](size_t k, uint64_t* st) {
+    const size_t me = size_t(comm_.rank());
+    bucketed_reduce_scatter<int64_t>(
+        Type::i64, nbuckets_, layout_.len(me),
+        [&](size_t k, int64_t* st) {
           for (size_t r = 0; r < W; ++r) {
             const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
             const size_t n = hi - lo, at = layout_.begin(r) + lo;
-            uint64_t* blo = st + r * 2 * S;
-            uint64_t* bhi = blo + S;
-            std::copy(acc_lo_.data() + at, acc_lo_.data() + at + n, blo);
-            std::copy(acc_hi_.data() + at, acc_hi_.data() + at + n, bhi);
-            std::fill(blo + n, blo + S, uint64_t(0));
-            std::fill(bhi + n, bhi + S, uint64_t(0));
+            int64_t* blk = st + r * S;
+            std::copy(acc_.data() + at, acc_.data() + at + n, blk);
+            std::fill(blk + n, blk + S, int64_t(0));
           }
         },
-        [&](size_t k, const uint64_t* rv, size_t n) { fixed_to_floats(shard + k * S, rv, rv + S, n); });
+        [&](size_t k, const int64_t* rv, size_t n) {
+          const size_t at = layout_.begin(me) + k * S;
+          scales_.to_float(shard + k * S, rv, at, at + n);
+        });
   } else if (mode_ == ReduceMode::exact) {
-    fixed_to_floats(shard, acc_lo_.data(), acc_hi_.data(), shard_len());
+    const size_t at = local_ ? shard_begin() : 0;
+    scales_.to_float(shard, acc_.data() + at, shard_begin(), shard_begin() + shard_len());
   } else if (W == 1) {
     if (shard != g) std::memcpy(shard, g, layout_.numel * sizeof(float));
   } else {
@@ -199,7 +246,8 @@ bool GradReducer::finish(const float* g, float* shard) {
           std::memcpy(shard + k * S, rv, n * sizeof(float));
         });
   }
-  return timed(comm_s_, [&] { return comm_.any(bad_); });
+  if (mode_ == ReduceMode::exact) scales_.set_exponents(next_exponents_);
+  return false;
 }
 
 double GradReducer::global_norm(const float* shard, size_t n) {
@@ -257,16 +305,6 @@ void GradReducer::allgather(float* params) {
   for (auto& r : reqs) comm_.wait(r);
 }
 
-// Rank r's part of the range [a, b): [lo, lo + n) of the flat vector (n = 0 when none).
-namespace {
-struct Part {
-  size_t lo = 0, n = 0;
-};
-Part part_of(const ShardLayout& L, size_t r, size_t a, size_t b) {
-  const size_t lo = std::max(a, L.begin(r)), hi = std::min(b, L.end(r));
-  return lo < hi ? Part{lo, hi - lo} : Part{};
-}
-}  // namespace
 
 void GradReducer::gather_range(const float* shard, size_t a, size_t b, float* out) {
   OLMO_CHECK(a <= b && b <= layout_.numel, "gather_range: [", a, ", ", b, ") outside [0, ",
@@ -295,46 +333,13 @@ void GradReducer::add_range(const float* g, size_t a, size_t b) {
     // The step's first range clears the accumulator (ranges arrive in any order, so no
     // first-write shortcut); integer adds from zero give add_micro_batch's bits.
     if (fresh_) {
-      std::fill(acc_lo_.begin(), acc_lo_.begin() + layout_.numel, uint64_t(0));
-      std::fill(acc_hi_.begin(), acc_hi_.begin() + layout_.numel, uint64_t(0));
+      std::fill(acc_.begin(), acc_.begin() + layout_.numel, int64_t(0));
       fresh_ = false;
     }
-    bad_ = accumulate_fixed(acc_lo_.data() + a, acc_hi_.data() + a, g, b - a) || bad_;
+    flags_ |= scales_.convert(acc_.data() + a, g, a, b, true, seen_);
     return;
   }
-  // Sharded: bucket k of rank r's block is its part's elements [k S, (k+1) S); this rank's
-  // own block carries its accumulator plus its gradient, as in add_micro_batch.
-  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
-  size_t longest = 0;
-  for (size_t r = 0; r < W; ++r) longest = std::max(longest, part_of(layout_, r, a, b).n);
-  const Part mine = part_of(layout_, me, a, b);
-  const size_t at = mine.n ? mine.lo - layout_.begin(me) : 0;  // in the shard accumulator
-  bool bad = false;
-  bucketed_reduce_scatter<uint64_t>(
-      Type::fixed128, (longest + S - 1) / S, mine.n,
-      [&](size_t k, uint64_t* st) {
-        for (size_t r = 0; r < W; ++r) {
-          const Part p = part_of(layout_, r, a, b);
-          const size_t lo = std::min(p.n, k * S), n = std::min(p.n, (k + 1) * S) - lo;
-          uint64_t* blo = st + r * 2 * S;
-          uint64_t* bhi = blo + S;
-          const float* src = g + (p.lo - a) + lo;
-          if (r == me) {
-            std::copy(acc_lo_.data() + at + lo, acc_lo_.data() + at + lo + n, blo);
-            std::copy(acc_hi_.data() + at + lo, acc_hi_.data() + at + lo + n, bhi);
-            bad |= accumulate_fixed(blo, bhi, src, n);
-          } else {
-            bad |= convert_fixed(blo, bhi, src, n);
-          }
-          std::fill(blo + n, blo + S, uint64_t(0));
-          std::fill(bhi + n, bhi + S, uint64_t(0));
-        }
-      },
-      [&](size_t k, const uint64_t* rv, size_t n) {
-        std::copy(rv, rv + n, acc_lo_.data() + at + k * S);
-        std::copy(rv + S, rv + S + n, acc_hi_.data() + at + k * S);
-      });
-  bad_ = bad_ || bad;
+  sharded_round(g, a, b);
 }
 
 }  // namespace olmo::dist

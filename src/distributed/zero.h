@@ -5,17 +5,19 @@
 //   * GradReducer: turns every rank's full micro-batch gradients into the summed gradient of the
 //     rank's shard, with a bucketed, non-blocking reduce-scatter (buckets of S elements of every
 //     shard; bucket k+1 is converted/staged while bucket k is on the wire, two in flight).
-//       exact: each micro-batch gradient is converted to 128-bit fixed point (fixed_point.h)
-//              and summed with integer adds; one rounding to fp32 at the end. Bitwise
-//              independent of the world size, of which rank ran which micro-batch and of the
-//              reduction order. Two accumulators (dist.exact_accumulator):
-//                local: every rank sums its micro-batches into a full-length
-//                  accumulator (16 B per parameter; all-zero vectors such as untouched
+//       exact: each micro-batch gradient is converted to int64 fixed point with one power-of-two
+//              scale per parameter tensor (scaled_fixed.h: the scales come from the previous
+//              step's max-reduced exponents, an overflow makes every rank redo the step) and
+//              summed with integer adds; one rounding to fp32 at the end. Bitwise independent
+//              of the world size, of which rank ran which micro-batch and of the reduction
+//              order. Two accumulators (dist.exact_accumulator):
+//                local: every rank sums its micro-batches into a full-length int64
+//                  accumulator (8 B per parameter; all-zero vectors such as untouched
 //                  embedding rows are skipped), one integer reduce-scatter per step
-//                  (16 * P * (W-1)/W bytes on the wire);
-//                sharded (ZeRO-2 memory: 16 B per parameter / W): every micro-batch is
-//                  reduce-scattered at once into the shard accumulator (the same bytes per
-//                  micro-batch round; every rank must run the same number of micro-batches).
+//                  (8 * P * (W-1)/W bytes on the wire);
+//                sharded (8 B per parameter / W): every micro-batch is reduce-scattered at
+//                  once into the shard accumulator (the same bytes per micro-batch round;
+//                  every rank must run the same number of micro-batches).
 //                auto (default): local_accumulator() below picks one.
 //       fast:  the model accumulates micro-batches locally in fp32; one fp32 reduce-scatter per
 //              step (4 * P * (W-1)/W bytes). Rounding depends on the world size.
@@ -38,6 +40,7 @@
 #include "distributed/communicator.h"
 #include "distributed/fixed_point.h"
 #include "distributed/reduce_settings.h"
+#include "distributed/scaled_fixed.h"
 
 namespace olmo::dist {
 
@@ -54,9 +57,10 @@ struct ShardLayout {
 
 class GradReducer {
  public:
-  // bucket_elems: elements per bucket summed over all ranks (>= world).
+  // bucket_elems: elements per bucket summed over all ranks (>= world). segments: the exact
+  // mode's scale segments as bounds (0, ..., numel; e.g. the parameter tensors); empty = one.
   GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
-              bool local_accumulator = true);
+              bool local_accumulator = true, std::vector<size_t> segments = {});
 
   const ShardLayout& layout() const { return layout_; }
   ReduceMode mode() const { return mode_; }
@@ -64,17 +68,25 @@ class GradReducer {
   size_t shard_begin() const { return layout_.begin(size_t(comm_.rank())); }
   size_t shard_len() const { return layout_.len(size_t(comm_.rank())); }
 
-  // Start of a step: resets the accumulator (local: the first add_micro_batch overwrites it)
-  // and the out-of-range flag.
-  void begin_step();
+  // Start of a step (or of its redo): resets the accumulator (local: the first add_micro_batch
+  // overwrites it) and the flags. global_instances: the instances of the global batch (an upper
+  // bound on its micro-batches, the same at every world size; sets the scales' value bits).
+  void begin_step(int64_t global_instances = 1);
   // exact mode: one micro-batch's full gradient g[P] (this rank's) joins the sum; g may be
   // reused afterwards. Every rank calls it equally often per step. fast mode: no-op (the model
   // accumulates in place).
   void add_micro_batch(const float* g);
   // Writes the step's summed gradient of this rank's shard into shard[shard_len()] (fast: g[P]
   // holds this rank's locally accumulated gradient). Returns true when any rank saw a
-  // non-finite or out-of-range gradient element (then shard's content is unspecified).
+  // non-finite gradient element (then shard's content is unspecified). exact: when any rank
+  // saw an element beyond its segment's scale, redo() is true afterwards (shard unspecified;
+  // the scales are already raised to fit this step's gradients: run the step again from
+  // begin_step). Either way the scales for the next step are set from this step's exponents.
   bool finish(const float* g, float* shard);
+  bool redo() const { return redo_; }
+  // exact: the per-segment scale state (previous step's exponents), for the checkpoint.
+  const SegmentScales& scales() const { return scales_; }
+  void set_scale_exponents(const std::vector<int64_t>& e) { scales_.set_exponents(e); }
 
   // L2 norm of the global gradient given each rank's shard (same value on every rank).
   double global_norm(const float* shard, size_t n);
@@ -98,18 +110,24 @@ class GradReducer {
   // nbuckets buckets of S elements per rank; my_len: the valid elements of this rank's slice.
   template <class T, class Fill, class Drain>
   void bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len, Fill fill, Drain drain);
+  // The sharded accumulator's round for g = the micro-batch gradient of [a, b) (collective).
+  void sharded_round(const float* g, size_t a, size_t b);
 
   Communicator& comm_;
   ShardLayout layout_;
   ReduceMode mode_;
   size_t bucket_ = 0;   // S: elements of each shard per bucket
   size_t nbuckets_ = 0;
-  // exact: shard accumulator, SoA (nbuckets * S low words, then as many high words)
-  std::vector<uint64_t> acc_lo_, acc_hi_;
-  std::vector<uint64_t> stage_i_[2], recv_i_[2];  // per rank block: [S lo | S hi]
+  // exact: int64 accumulator (local: numel; sharded: nbuckets * S of this rank's shard)
+  std::vector<int64_t> acc_;
+  std::vector<int64_t> stage_i_[2], recv_i_[2];  // W blocks of S / one block of S
   std::vector<float> stage_f_[2], recv_f_[2];
+  SegmentScales scales_;
+  std::vector<int64_t> seen_;  // this step's largest exponent per segment (this rank)
+  std::vector<int64_t> next_exponents_;  // the next step's, set once this step is rounded
+  uint32_t flags_ = 0;         // kOverflow / kNonFinite seen by this rank this step
+  bool redo_ = false;
   bool local_ = true;   // exact: full-length local accumulator, one reduction per step
-  bool bad_ = false;
   bool fresh_ = true;   // local: no micro-batch added since begin_step (accumulator stale)
   double comm_s_ = 0;
 };

@@ -100,10 +100,10 @@ MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batc
   m.adam_moments = 8 * shard;
   m.grad_shard = (W == 1 && !exact) ? 0 : 4 * shard;
   const bool local = exact_local || W == 1;
-  m.reduce_accumulator = exact ? 16 * (local ? p.total : shard) : 0;
+  m.reduce_accumulator = exact ? 8 * (local ? p.total : shard) : 0;
   const double ring = double(W - 1) / double(W);
   const double rs = !exact ? 4.0 * double(p.total)
-                   : 16.0 * double(p.total) * (local ? 1.0 : double(micro_batches_per_rank));
+                   : 8.0 * double(p.total) * (local ? 1.0 : double(micro_batches_per_rank));
   m.comm_bytes_per_step = int64_t(ring * (rs + 4.0 * double(p.total)));
   if (zero_stage == 3) {
     // Units: the embedding, each block, the head (final norm + lm_head).

@@ -53,15 +53,15 @@ double recompute_flops_per_token(const ModelConfig& c, int64_t seq_len);
 // the model's full micro-batch gradient buffer on every rank; AdamW moments, the reduced
 // gradient shard and (dist.reduce=exact) the 128-bit fixed-point shard accumulator are 1/W.
 // Bytes each rank sends per step (ring algorithms: (W-1)/W of the vector per collective):
-//   exact, local accumulator: one 16P-byte integer reduce-scatter, then one fp32 all-gather;
-//   exact, sharded accumulator: every micro-batch round reduce-scatters 16P bytes, then the
+//   exact, local accumulator: one 8P-byte int64 reduce-scatter, then one fp32 all-gather;
+//   exact, sharded accumulator: every micro-batch round reduce-scatters 8P bytes, then the
 //          all-gather;
 //   fast:  one fp32 reduce-scatter (4P) and one fp32 all-gather (4P).
 struct MemoryPlan {
   int64_t processes = 1;
   int64_t weights = 0, grads = 0, adam_moments = 0;  // 4P, 4P, 8P/W
   int64_t grad_shard = 0;              // 4P/W (0 for W = 1 fast: the gradient buffer is reused)
-  int64_t reduce_accumulator = 0;      // exact only: 16P (local) or 16P/W (sharded)
+  int64_t reduce_accumulator = 0;      // exact only: 8P (local) or 8P/W (sharded)
   int64_t comm_bytes_per_step = 0;     // bytes each rank sends per step (receives as many)
   int64_t activations_per_token = 0;   // stored for backward, all layers
   int64_t scratch_per_token = 0;       // reused buffers (one layer's worth of gradients)

@@ -48,6 +48,7 @@ struct StepResult {
   int64_t tokens_seen = 0;     // after this step
   double seconds = 0;          // wall time of this step (data + fwd/bwd + optimizer)
   double comm_seconds = 0;     // of which inside communication calls
+  int64_t reduce_redos = 0;    // exact reduction: recomputations after a scale overflow
   double tokens_per_s = 0;
   double mfu = 0;              // percent: flops_per_token * tokens/s / measured fp32 peak
   double eta_s = 0;

@@ -110,6 +110,7 @@ void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
               {"tokens_seen", r.tokens_seen},
               {"step_s", r.seconds},
               {"comm_s", r.comm_seconds},
+              {"reduce_redos", r.reduce_redos},
               {"tokens_per_s", r.tokens_per_s},
               {"mfu", r.mfu},
               {"peak_gflops", t.peak_gflops()},

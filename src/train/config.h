@@ -207,8 +207,8 @@ struct DistSection {
   dist::ReduceMode reduce = dist::ReduceMode::exact;  // exact | fast
   dist::AccumulatorSetting exact_accumulator = dist::AccumulatorSetting::automatic;
                                      // auto (dist::local_accumulator) | local (one
-                                     // reduction per step, 16 B per parameter) | sharded
-                                     // (16 B per parameter / W, one reduction per micro-batch)
+                                     // reduction per step, 8 B per parameter) | sharded
+                                     // (8 B per parameter / W, one reduction per micro-batch)
   int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
                                      // reduce-scatter (MiB of fp32 gradient)
   int64_t zero_stage = 2;            // 2: full parameters per process; 3: sharded, gathered per

@@ -4,7 +4,7 @@
 // Per mode: model::memory_plan (flops.h) with ModelConfig::act_ckpt set to that mode: full fp32
 // weights and gradients per process (ZeRO-1/2), or (dist.zero_stage 3) the 1/W parameter shard
 // plus two working buffers of the largest parameter unit; AdamW moments and the
-// reduced-gradient shard 1/W, the exact accumulator (16 B/param local, or /W sharded), and the
+// reduced-gradient shard 1/W, the exact accumulator (8 B/param local, or /W sharded), and the
 // activations of one micro-batch. plan_text prints the run's stage and, for stage 2, the
 // ZeRO-3 table as well. Recompute cost = extra forward FLOPs of the
 // checkpointed blocks as a percentage of the step's training FLOPs (flops_per_token).

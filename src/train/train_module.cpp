@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 
@@ -55,8 +56,13 @@ TrainModule::TrainModule(model::Olmo3& model, dist::Communicator& comm, const Co
   lr0_ = cfg.optim.lr;
   skip_rule_ = cfg.optim.name == OptimizerKind::skip_step_adamw && cfg.optim.skip_step;
   schedule_ = optim::make_schedule(schedule_config(cfg));
+  // The exact reduction's scale segments: one per parameter tensor, in flat order.
+  std::vector<size_t> bounds;
+  for (const auto& p : model_.layout().info) bounds.push_back(p.offset);
+  std::sort(bounds.begin(), bounds.end());
+  bounds.push_back(model_.num_params());
   reducer_ = std::make_unique<dist::GradReducer>(comm_, model_.num_params(), o.reduce,
-                                                 o.bucket_elems, o.exact_local);
+                                                 o.bucket_elems, o.exact_local, bounds);
   if (!(o.reduce == dist::ReduceMode::fast && comm_.world() == 1))
     shard_grad_.assign(reducer_->shard_len(), 0.0f);
   const auto groups = param_groups(model_, cfg.optim);  // train/optimizer_setup.h
@@ -92,59 +98,80 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   // this rank's with gradients averaged over ranks (per_rank, OLMo-core's train_batch).
   int64_t local = 0;
   for (int64_t i = 0; i < B * T; ++i) local += targets[i] != olmo::kIgnoreIndex;
-  int64_t total = local;
+  int64_t counts[2] = {local, B};  // target tokens, instances of the global batch
   const bool empty_rank = timed(comm_extra, [&] {
-    comm_.allreduce(&total, 1);
+    comm_.allreduce(counts, 2);
     return per_rank && comm_.any(local == 0);
   });
+  const int64_t total = counts[0], global_instances = counts[1];
   OLMO_CHECK(total > 0, "step ", step, ": the batch has no target tokens");
   OLMO_CHECK(!empty_rank, "step ", step, ": a rank has no target tokens (per_rank loss "
              "normalisation needs some on every rank)");
   const double divisor = per_rank ? double(world) * double(local) : double(total);
   const float grad_scale = float(1.0 / divisor);
 
-  // Micro-batch gradients (exact: each reduced at once in fixed point; fast: accumulated;
-  // ZeRO-3: each unit's gradient joins the sum inside the backward, Zero3Params::grad_done).
+  // Micro-batch gradients (exact: each converted at once to scaled int64 fixed point;
+  // fast: accumulated in fp32; ZeRO-3: each unit's gradient joins the sum inside the backward,
+  // Zero3Params::grad_done). exact: a conversion overflow on any rank (a gradient beyond its
+  // tensor's scale, a global-batch property) redoes the micro-batches with the raised scales.
   const bool exact = reducer_->mode() == dist::ReduceMode::exact;
   OLMO_CHECK(!zero3_ || sharded_, "TrainModule: ZeRO-3 before shard_parameters()");
-  reducer_->begin_step();
-  if (sharded_) zero3_->set_open(true);
-  if (!sharded_) model_.zero_grad();
   dist::i128 ce_fx = 0, z_fx = 0;
   bool loss_bad = false;
   double sums[2] = {0, 0};
-  const int64_t mi = o_.micro_instances;
-  for (int64_t i = 0; i < B; i += mi) {
-    int64_t n = std::min(mi, B - i);
-    if (exact && i > 0 && !sharded_) {
-      const double tz = now_seconds();
-      model_.zero_grad();
-      if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
-    }
-    kernels::LossSums s = model_.forward_backward(tokens + i * T, targets + i * T,
-                                                  doc_ids ? doc_ids + i * T : nullptr, n, T,
-                                                  grad_scale, z_coef_);
-    if (hooks.post_backward) hooks.post_backward(i / mi, s);
-    if (exact) {
-      ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
-      z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
-      // Conversion to fixed point + accumulator adds (sharded: + staging).
-      ProfileOutsideComm prof("exact_convert", *reducer_);
-      if (!sharded_) reducer_->add_micro_batch(model_.grads());
-    } else {
-      sums[0] += s.ce_sum;
-      sums[1] += s.z_sum;
-    }
-  }
-  if (sharded_) zero3_->set_open(false);
-  // Reduce: this rank's shard of the summed gradient; global loss sums.
   float* g = shard_grad_.empty() ? model_.grads() : shard_grad_.data();
   const size_t ng = reducer_->shard_len();
-  bool grad_bad;
-  {
-    // Staging, unpacking and rounding of the step's reduction.
-    ProfileOutsideComm prof("reduce_finish", *reducer_);
-    grad_bad = reducer_->finish(sharded_ ? nullptr : model_.grads(), g);
+  bool grad_bad = false;
+  r.reduce_redos = 0;
+  // No scale known yet (a new run's first step): that pass measures the exponents.
+  const auto& e0 = reducer_->scales().exponents();
+  const bool measuring = exact && std::all_of(e0.begin(), e0.end(), [](int64_t e) { return e == 0; });
+  for (int pass = 0;; ++pass) {
+    reducer_->begin_step(global_instances);
+    if (sharded_) zero3_->set_open(true);
+    if (!sharded_) model_.zero_grad();
+    ce_fx = z_fx = 0;
+    loss_bad = false;
+    sums[0] = sums[1] = 0;
+    const int64_t mi = o_.micro_instances;
+    for (int64_t i = 0; i < B; i += mi) {
+      int64_t n = std::min(mi, B - i);
+      if (exact && i > 0 && !sharded_) {
+        const double tz = now_seconds();
+        model_.zero_grad();
+        if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
+      }
+      kernels::LossSums s = model_.forward_backward(tokens + i * T, targets + i * T,
+                                                    doc_ids ? doc_ids + i * T : nullptr, n, T,
+                                                    grad_scale, z_coef_);
+      if (hooks.post_backward && pass == 0) hooks.post_backward(i / mi, s);
+      if (exact) {
+        ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
+        z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);
+        // Conversion to fixed point + accumulator adds (sharded: + staging).
+        ProfileOutsideComm prof("exact_convert", *reducer_);
+        if (!sharded_) reducer_->add_micro_batch(model_.grads());
+      } else {
+        sums[0] += s.ce_sum;
+        sums[1] += s.z_sum;
+      }
+    }
+    if (sharded_) zero3_->set_open(false);
+    // Reduce: this rank's shard of the summed gradient.
+    {
+      // Staging, unpacking and rounding of the step's reduction.
+      ProfileOutsideComm prof("reduce_finish", *reducer_);
+      grad_bad = reducer_->finish(sharded_ ? nullptr : model_.grads(), g);
+    }
+    if (!reducer_->redo()) break;
+    ++r.reduce_redos;
+    ++reduce_redos_;
+    OLMO_CHECK(pass < 2, "step ", step, ": the exact reduction still overflowed after ", pass + 1,
+               " redos with raised scales (internal error)");
+    if (comm_.rank() == 0 && !(measuring && pass == 0))
+      std::fprintf(stderr, "step %lld: exact reduction rescaled (a gradient outgrew its tensor's "
+                   "scale); the step is recomputed (redo %lld of the run)\n",
+                   static_cast<long long>(step), static_cast<long long>(reduce_redos_));
   }
   // Per-rank normalisation divides each rank's sums by its own count before the (exact or
   // fast) sum over ranks; global divides the global sums by the global count.

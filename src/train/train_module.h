@@ -108,6 +108,7 @@ class TrainModule {
   std::unique_ptr<optim::Schedule> schedule_;
   std::unique_ptr<Zero3Params> zero3_;  // zero_stage 3
   bool sharded_ = false;                // shard_parameters() done
+  int64_t reduce_redos_ = 0;            // exact-reduction redos of this process's run
 };
 
 }  // namespace olmo::train

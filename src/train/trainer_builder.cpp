@@ -48,8 +48,8 @@ static bool check_memory(const Config& cfg, dist::Communicator& comm, const mode
                                             micro_batches, exact_local, zs);
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int64_t here = local ? std::max(1, std::atoi(local)) : 1;
-  // dist.exact_accumulator auto: the sharded accumulator (16 B per parameter / W) where the
-  // local one (16 B per parameter) would not fit; the same bits either way.
+  // dist.exact_accumulator auto: the sharded accumulator (8 B per parameter / W) where the
+  // local one (8 B per parameter) would not fit; the same bits either way.
   // Decided together (ranks on different nodes may see different memory).
   const int64_t avail = available_memory().bytes;
   if (exact && exact_local && world > 1 && cfg.dist.exact_accumulator == dist::AccumulatorSetting::automatic &&

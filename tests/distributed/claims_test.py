@@ -8,8 +8,8 @@
 2. What the ranks of a real 2-process job hold (the start record of metrics.jsonl, measured from
    the allocations: AdamW state bytes and the reducer's accumulator + staging bytes per rank):
    the AdamW moments equal the plan's 8P/N, the reduced-gradient shard its 4P/N (ZeRO-2: no
-   rank keeps the whole reduced gradient); the sharded exact accumulator is 16 B/parameter/N
-   (= 16P minus what it saves against the local one, which is 16P(N-1)/N).
+   rank keeps the whole reduced gradient); the sharded exact accumulator is 8 B/parameter/N
+   (= 8P minus what it saves against the local one, which is 8P(N-1)/N).
 3. A second job (mpirun -np 2) on a run dir held by a running 2-process job is refused with the
    pid of the holder (rank 0 of the first job, found from the process table: the child of the
    first mpirun whose OMPI_COMM_WORLD_RANK is 0); once the first job is gone a new one starts.
@@ -40,13 +40,13 @@ HAND = {
                                        reduce_accumulator_bytes=0, comm_bytes_per_step=675840,
                                        activations_bytes=952704,
                                        total_bytes=450560 * 2 + 225280 + 112640 + 952704),
-    # N=4 exact, local accumulator 16P = 1,802,240; sent (16P + 4P) x 3/4 = 1,689,600
-    ("4", "exact", "local", "2"): dict(reduce_accumulator_bytes=1802240,
-                                        comm_bytes_per_step=1689600),
-    # N=4 exact, sharded accumulator 16 x 28,160 = 450,560; 2 micro-batches per rank:
-    # sent (2 x 16P + 4P) x 3/4 = 3,041,280
-    ("4", "exact", "sharded", "2"): dict(reduce_accumulator_bytes=450560,
-                                          comm_bytes_per_step=3041280),
+    # N=4 exact, local accumulator 8P = 901,120; sent (8P + 4P) x 3/4 = 1,013,760
+    ("4", "exact", "local", "2"): dict(reduce_accumulator_bytes=901120,
+                                        comm_bytes_per_step=1013760),
+    # N=4 exact, sharded accumulator 8 x 28,160 = 225,280; 2 micro-batches per rank:
+    # sent (2 x 8P + 4P) x 3/4 = 1,689,600
+    ("4", "exact", "sharded", "2"): dict(reduce_accumulator_bytes=225280,
+                                          comm_bytes_per_step=1689600),
     # N=3 fast: shard ceil(P/3) = 37,547: moments 300,376, grad shard 150,188;
     # sent floor(8P x 2/3) = 600,746
     ("3", "fast", "local", "1"): dict(adam_moments_bytes=300376, grad_shard_bytes=150188,
@@ -61,12 +61,12 @@ HAND = {
 # of 2 instances (128 tokens): 4 micro-batches, 2 per rank on N = 2.
 # Activations per token: 4 layers x 808 + 129 = 3,361 floats = 13,444 B; scratch 2,944 B;
 # x 128 tokens = 2,097,664 B. N = 2, exact, sharded: shard 106,976; weights = grads = 4P =
-# 855,808; moments 8 x 106,976 = 855,808; grad shard 427,904; accumulator 16 x 106,976 =
-# 1,711,616; total 3 x 855,808 + 427,904 + 1,711,616 + 2,097,664 = 6,804,608;
-# sent (2 x 16P + 4P) x 1/2 = 18P = 3,851,136.
+# 855,808; moments 8 x 106,976 = 855,808; grad shard 427,904; accumulator 8 x 106,976 =
+# 855,808; total 3 x 855,808 + 427,904 + 855,808 + 2,097,664 = 5,948,800;
+# sent (2 x 8P + 4P) x 1/2 = 10P = 2,139,520.
 P_TINY = 213952
 DRY = dict(weights=855808, grads=855808, moments=855808, grad_shard=427904,
-           accumulator=1711616, activations=2097664, total=6804608, sent_per_step=3851136)
+           accumulator=855808, activations=2097664, total=5948800, sent_per_step=2139520)
 
 
 def check(cond, msg):
@@ -127,9 +127,9 @@ def held_by_ranks(tmp, d):
               f"{name}: reduced-gradient shard per rank {r['grad_shard_bytes_per_rank']} == plan "
               f"4P/2 = {DRY['grad_shard']} (ZeRO-2)")
     loc, sh = runs["local"]["reducer_bytes_per_rank"], runs["sharded"]["reducer_bytes_per_rank"]
-    acc = [16 * P_TINY - (a - b) for a, b in zip(loc, sh)]  # the sharded accumulator per rank
-    check(all(16 * P_TINY // 2 <= x <= 16 * P_TINY // 2 * 1.01 for x in acc),
-          f"sharded exact accumulator per rank {acc} B = 16 B x P/2 ({16 * P_TINY // 2})")
+    acc = [8 * P_TINY - (a - b) for a, b in zip(loc, sh)]  # the sharded accumulator per rank
+    check(all(8 * P_TINY // 2 <= x <= 8 * P_TINY // 2 * 1.01 for x in acc),
+          f"sharded exact accumulator per rank {acc} B = 8 B x P/2 ({8 * P_TINY // 2})")
 
 
 def rank0_child(mpirun_pid):

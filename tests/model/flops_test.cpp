@@ -99,25 +99,25 @@ TEST(Memory, PlanEqualsHandWorkedCase) {
   EXPECT_EQ(f4.comm_bytes_per_step, 675840);
   EXPECT_EQ(f4.total, 450560 * 2 + 225280 + 112640 + 952704);
   MemoryPlan el = memory_plan(c, 32, 3, 4, true, 2, /*exact_local=*/true);
-  EXPECT_EQ(el.reduce_accumulator, 1802240);
-  EXPECT_EQ(el.comm_bytes_per_step, 1689600);
+  EXPECT_EQ(el.reduce_accumulator, 901120);
+  EXPECT_EQ(el.comm_bytes_per_step, 1013760);
   MemoryPlan es = memory_plan(c, 32, 3, 4, true, 2, /*exact_local=*/false);
-  EXPECT_EQ(es.reduce_accumulator, 450560);
-  EXPECT_EQ(es.comm_bytes_per_step, 3041280);
+  EXPECT_EQ(es.reduce_accumulator, 225280);
+  EXPECT_EQ(es.comm_bytes_per_step, 1689600);
   MemoryPlan f3 = memory_plan(c, 32, 3, 3, false);
   EXPECT_EQ(f3.adam_moments, 300376);
   EXPECT_EQ(f3.grad_shard, 150188);
   EXPECT_EQ(f3.comm_bytes_per_step, 600746);
   // ZeRO-3 at 4 processes, exact local, 2 micro-batches: units are the embedding (19200), each
   // block (37088, the largest) and the head (64 + 19200); weights = the 28160-element shard +
-  // one block, grads = one block; traffic = the 16 B/param integer reduce-scatter + two fp32
+  // one block, grads = one block; traffic = the 8 B/param integer reduce-scatter + two fp32
   // all-gathers per micro-batch (the backward's without the embedding), no update all-gather.
   MemoryPlan z3 = memory_plan(c, 32, 3, 4, true, 2, /*exact_local=*/true, /*zero_stage=*/3);
   EXPECT_EQ(z3.weights, 4 * 28160 + 4 * 37088);
   EXPECT_EQ(z3.grads, 4 * 37088);
   EXPECT_EQ(z3.adam_moments, el.adam_moments);
   EXPECT_EQ(z3.reduce_accumulator, el.reduce_accumulator);
-  EXPECT_EQ(z3.comm_bytes_per_step, 3 * (16 * 112640 + 4 * 2 * (2 * 112640 - 19200)) / 4);
+  EXPECT_EQ(z3.comm_bytes_per_step, 3 * (8 * 112640 + 4 * 2 * (2 * 112640 - 19200)) / 4);
   EXPECT_EQ(z3.total, el.total - el.weights - el.grads + z3.weights + z3.grads);
 }
 

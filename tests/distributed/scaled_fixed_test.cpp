@@ -1,0 +1,327 @@
+// The exact reduction's number format (distributed/scaled_fixed.h): the vector kernels against
+// the slow references under every ISA this CPU runs, and the properties the reduction rests on,
+// checked over random global batches and random partitions into W = 1..8 simulated ranks:
+// the same bits for every partition, order and thread count; an overflow decided alike for
+// every partition and answered by a redo that gives the 1-rank bits; the documented error bound
+// against the exact (long double) sum.
+#include "distributed/scaled_fixed.h"
+
+#include "core/cpu.h"
+#include "distributed/communicator.h"
+#include "distributed/zero.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+using namespace olmo::dist;
+
+namespace {
+
+float from_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// The ISAs this CPU can run, each announced; the ones it cannot are printed as not run.
+std::vector<olmo::Isa> runnable_isas() {
+  static bool told = false;
+  std::vector<olmo::Isa> out;
+  for (olmo::Isa isa : {olmo::Isa::scalar, olmo::Isa::avx2, olmo::Isa::avx512}) {
+    if (int(isa) > int(olmo::detected_isa())) {
+      if (!told)
+        std::printf("NOT RUN here: the %s copy (this CPU lacks it)\n",
+                  isa == olmo::Isa::avx512 ? "AVX-512" : "AVX2");
+      continue;
+    }
+    out.push_back(isa);
+  }
+  told = true;
+  return out;
+}
+
+// A global batch: M micro-batch gradients over P elements cut into segments of very different
+// magnitudes (one segment mostly zero rows, as the input embedding's gradient is).
+struct Batch {
+  std::vector<size_t> bounds;
+  std::vector<std::vector<float>> g;  // [M][P]
+};
+
+Batch random_batch(std::mt19937& rng, size_t P, int M) {
+  Batch b;
+  b.bounds = {0};
+  std::uniform_int_distribution<size_t> len(1, P / 3);
+  while (b.bounds.back() < P) b.bounds.push_back(std::min(P, b.bounds.back() + len(rng)));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> mag(-40, 4);
+  std::vector<int> seg_mag(b.bounds.size() - 1);
+  for (int& m : seg_mag) m = mag(rng);
+  b.g.assign(size_t(M), std::vector<float>(P, 0.0f));
+  for (int k = 0; k < M; ++k)
+    for (size_t s = 0; s + 1 < b.bounds.size(); ++s)
+      for (size_t i = b.bounds[s]; i < b.bounds[s + 1]; ++i) {
+        if (s == 0 && (i / 16) % 5 != size_t(k) % 5) continue;  // sparse rows
+        // values spread over ~2^-20 .. 2^4 of the segment's magnitude
+        b.g[size_t(k)][i] = std::ldexp(nd(rng), seg_mag[s] - int(rng() % 24));
+      }
+  return b;
+}
+
+// The exponent state a previous step would leave: each segment's largest exponent.
+std::vector<int64_t> exponents_of(const Batch& b) {
+  std::vector<int64_t> e(b.bounds.size() - 1, 0);
+  for (const auto& g : b.g)
+    for (size_t s = 0; s + 1 < b.bounds.size(); ++s)
+      for (size_t i = b.bounds[s]; i < b.bounds[s + 1]; ++i) {
+        uint32_t u;
+        std::memcpy(&u, &g[i], 4);
+        e[s] = std::max<int64_t>(e[s], (u >> 23) & 0xff);
+      }
+  return e;
+}
+
+struct Result {
+  std::vector<float> out;
+  uint32_t flags = 0;
+  std::vector<int64_t> seen;
+};
+
+// W simulated ranks: micro-batches dealt to ranks at random (some ranks may get none), each
+// rank converts its first and accumulates the rest in a random order, the rank accumulators
+// are summed in a random order (any reduction tree), then one rounding to float.
+Result reduce_partitioned(const Batch& b, const SegmentScales& sc, int W, std::mt19937& rng) {
+  const size_t P = b.bounds.back();
+  const int M = int(b.g.size());
+  std::vector<std::vector<int>> mine(static_cast<size_t>(W));
+  std::vector<int> order(static_cast<size_t>(M));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int k : order) mine[rng() % size_t(W)].push_back(k);
+  Result r;
+  r.seen.assign(sc.segments(), 0);
+  std::vector<std::vector<int64_t>> acc(size_t(W), std::vector<int64_t>(P, 0));
+  for (int w = 0; w < W; ++w) {
+    omp_set_num_threads(1 + int(rng() % 3));
+    bool first = true;
+    for (int k : mine[size_t(w)]) {
+      std::vector<int64_t> seen(sc.segments(), 0);
+      r.flags |= sc.convert(acc[size_t(w)].data(), b.g[size_t(k)].data(), 0, P, !first, seen);
+      for (size_t s = 0; s < seen.size(); ++s) r.seen[s] = std::max(r.seen[s], seen[s]);
+      first = false;
+    }
+  }
+  std::vector<int> ranks(static_cast<size_t>(W));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  std::shuffle(ranks.begin(), ranks.end(), rng);
+  std::vector<int64_t> total(P, 0);
+  for (int w : ranks) add_int64(total.data(), acc[size_t(w)].data(), P);
+  r.out.assign(P, 0.0f);
+  sc.to_float(r.out.data(), total.data(), 0, P);
+  omp_set_num_threads(2);
+  return r;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+}  // namespace
+
+TEST(ScaledFixed, ValueBitsLeaveRoomForEveryMicroBatch) {
+  EXPECT_EQ(value_bits(1), 62);
+  EXPECT_EQ(value_bits(2), 61);
+  EXPECT_EQ(value_bits(3), 60);
+  EXPECT_EQ(value_bits(1024), 52);
+  EXPECT_EQ(value_bits(1025), 51);
+}
+
+TEST(ScaledFixed, KernelsEqualTheReferencesUnderEveryIsa) {
+  std::mt19937 rng(11);
+  const size_t n = 50021;
+  std::vector<float> x(n);
+  for (auto& v : x) v = from_bits(rng());  // every exponent, NaN and inf included
+  for (size_t i = 0; i < n; i += 97) x[i] = 0.0f;
+  for (olmo::Isa isa : runnable_isas()) {
+    olmo::set_isa_override(isa);
+    for (uint32_t limit : {1u, 60u, 127u, 150u, 200u, 255u}) {
+      const SegmentScales probe({0, n}, 7);
+      const int32_t shift = int32_t(probe.value_bits() + 127 - int(limit));
+      // Through SegmentScales: one segment whose state gives this limit.
+      SegmentScales sc({0, n}, 7);
+      sc.begin_step(7);
+      if (limit >= 1 + kHeadroom && limit < 255) sc.set_exponents({int64_t(limit) - kHeadroom - 1});
+      else continue;
+      ASSERT_EQ(sc.limit(0), limit);
+      ASSERT_EQ(sc.shift(0), shift);
+      std::vector<int64_t> q(n, 0), seen(1, 0);
+      const uint32_t flags = sc.convert(q.data(), x.data(), 0, n, false, seen);
+      uint32_t want_flags = 0;
+      int64_t want_seen = 0;
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t f = 0;
+        const int64_t r = quantise_reference(x[i], shift, limit, &f);
+        want_flags |= f;
+        uint32_t u;
+        std::memcpy(&u, &x[i], 4);
+        if (((u >> 23) & 0xff) != 255) want_seen = std::max<int64_t>(want_seen, (u >> 23) & 0xff);
+        if (f) continue;  // the value of a flagged element is unspecified
+        ASSERT_EQ(q[i], r) << "isa " << int(isa) << " limit " << limit << " x=" << x[i];
+        const float back = dequantise_reference(q[i], shift);
+        float fast = 0;
+        sc.to_float(&fast, &q[i], i, i + 1);
+        if (std::fabs(back) >= 0x1p-126f) {
+          ASSERT_EQ(fast, back) << q[i];
+        }
+      }
+      EXPECT_EQ(flags, want_flags) << "limit " << limit;
+      EXPECT_EQ(seen[0], want_seen);
+      // Accumulating twice = 2q exactly (no flagged element at limit 255 is finite).
+      if (limit == 200) {
+        std::vector<float> small(n);
+        for (size_t i = 0; i < n; ++i) small[i] = std::isfinite(x[i]) && std::fabs(x[i]) < 1e10f ? x[i] : 1.0f;
+        std::vector<int64_t> a(n, 0), s1(1, 0);
+        ASSERT_EQ(sc.convert(a.data(), small.data(), 0, n, false, s1), 0u);
+        ASSERT_EQ(sc.convert(a.data(), small.data(), 0, n, true, s1), 0u);
+        for (size_t i = 0; i < n; ++i) {
+          uint32_t f = 0;
+          ASSERT_EQ(a[i], 2 * quantise_reference(small[i], shift, limit, &f));
+        }
+      }
+    }
+  }
+  olmo::clear_isa_override();
+}
+
+TEST(ScaledFixed, EveryPartitionOfEveryRandomBatchGivesTheSameBits) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 12; ++trial) {
+    const size_t P = 3000 + rng() % 5000;
+    const int M = 1 + int(rng() % 12);
+    const Batch b = random_batch(rng, P, M);
+    SegmentScales sc(b.bounds, M);
+    sc.set_exponents(exponents_of(b));
+    std::vector<olmo::Isa> isas = runnable_isas();
+    olmo::set_isa_override(isas.front());
+    const Result one = reduce_partitioned(b, sc, 1, rng);
+    ASSERT_EQ(one.flags, 0u);
+    for (int W = 1; W <= 8; ++W)
+      for (int rep = 0; rep < 3; ++rep) {
+        olmo::set_isa_override(isas[rng() % isas.size()]);
+        const Result r = reduce_partitioned(b, sc, W, rng);
+        ASSERT_EQ(r.flags, 0u);
+        ASSERT_TRUE(same_bits(r.out, one.out)) << "trial " << trial << " W " << W;
+        ASSERT_EQ(r.seen, one.seen);
+      }
+  }
+  olmo::clear_isa_override();
+}
+
+TEST(ScaledFixed, ForcedOverflowIsDecidedAlikeAndTheRedoGivesTheOneRankBits) {
+  std::mt19937 rng(77);
+  const size_t P = 4000;
+  const int M = 9;
+  Batch b = random_batch(rng, P, M);
+  const std::vector<int64_t> right = exponents_of(b);
+  // The scales a previous step with 2^5 smaller gradients in segment 1 would leave.
+  std::vector<int64_t> stale = right;
+  stale[1] = std::max<int64_t>(1, stale[1] - 5);
+  SegmentScales fresh(b.bounds, M), old(b.bounds, M);
+  fresh.set_exponents(right);
+  old.set_exponents(stale);
+  const Result want = reduce_partitioned(b, fresh, 1, rng);
+  ASSERT_EQ(want.flags, 0u);
+  for (int W = 1; W <= 8; ++W) {
+    const Result r = reduce_partitioned(b, old, W, rng);
+    ASSERT_TRUE(r.flags & kOverflow) << "W " << W;  // the same decision at every W
+    // The redo's scales come from the exponents every rank max-reduced: the same at every W.
+    ASSERT_EQ(r.seen, right);
+    SegmentScales redo(b.bounds, M);
+    redo.set_exponents(r.seen);
+    const Result again = reduce_partitioned(b, redo, W, rng);
+    ASSERT_EQ(again.flags, 0u);
+    ASSERT_TRUE(same_bits(again.out, want.out)) << "W " << W;
+  }
+}
+
+TEST(ScaledFixed, TheSumIsWithinTheDocumentedBoundOfTheExactSum) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 6; ++trial) {
+    const size_t P = 6000;
+    const int M = 1 + int(rng() % 16);
+    const Batch b = random_batch(rng, P, M);
+    SegmentScales sc(b.bounds, M);
+    sc.set_exponents(exponents_of(b));
+    const Result r = reduce_partitioned(b, sc, 3, rng);
+    for (size_t s = 0; s + 1 < b.bounds.size(); ++s) {
+      const long double unit = std::ldexp(1.0L, -sc.shift(s));
+      for (size_t i = b.bounds[s]; i < b.bounds[s + 1]; ++i) {
+        long double exact = 0;
+        for (const auto& g : b.g) exact += g[i];
+        const long double got = r.out[i];
+        // M half units from the conversions, half an fp32 ulp (plus 2^-53) from the rounding.
+        const long double ulp = exact == 0 ? 0 : std::ldexp(1.0L, std::ilogb(double(exact)) - 23);
+        const long double bound = M * unit / 2 + ulp / 2 * (1 + 0x1p-29L) + 1e-45L;
+        ASSERT_LE(std::fabs(got - exact), bound) << "segment " << s << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(ScaledFixed, GradReducerRedoesAnOverflowedStepWithRaisedScales) {
+  // One process, exact local accumulator: the first step knows no scale (measures, redo), the
+  // second fits; a step whose gradients grow 2^6 over the last one redoes once, and its result
+  // equals the simulation with the right scales.
+  auto comm = make_local_communicator();
+  std::mt19937 rng(3);
+  const size_t P = 5000;
+  Batch b = random_batch(rng, P, 4);
+  GradReducer red(*comm, P, ReduceMode::exact, 1 << 20, true, b.bounds);
+  std::vector<float> shard(P);
+  auto step = [&](const Batch& bb) {
+    int passes = 0;
+    for (;;) {
+      ++passes;
+      red.begin_step(4);
+      for (const auto& g : bb.g) red.add_micro_batch(g.data());
+      EXPECT_FALSE(red.finish(nullptr, shard.data()));
+      if (!red.redo()) return passes;
+    }
+  };
+  EXPECT_EQ(step(b), 2);  // measured, then redone
+  EXPECT_EQ(red.scales().exponents(), exponents_of(b));
+  EXPECT_EQ(step(b), 1);
+  Batch big = b;
+  for (auto& g : big.g)
+    for (float& v : g) v = std::ldexp(v, 6);
+  EXPECT_EQ(step(big), 2);
+  SegmentScales sc(big.bounds, 4);
+  sc.set_exponents(exponents_of(big));
+  const Result want = reduce_partitioned(big, sc, 1, rng);
+  EXPECT_TRUE(same_bits(shard, want.out));
+  // Gradients 2^-3 of the last step's: no redo, rounded with the scales they were converted
+  // with (the next step's, one binade lower, take effect only after).
+  Batch small = b;
+  for (auto& g : small.g)
+    for (float& v : g) v = std::ldexp(v, 3);
+  const std::vector<int64_t> before = red.scales().exponents();
+  EXPECT_EQ(step(small), 1);
+  SegmentScales then(small.bounds, 4);
+  then.set_exponents(before);
+  EXPECT_TRUE(same_bits(shard, reduce_partitioned(small, then, 1, rng).out));
+  for (size_t s = 0; s < before.size(); ++s)
+    EXPECT_EQ(red.scales().exponents()[s], std::max(before[s] - 1, exponents_of(small)[s]));
+  // A NaN is a non-finite step (skipped by the trainer), never a redo.
+  big.g[2][17] = std::nanf("");
+  red.begin_step(4);
+  for (const auto& g : big.g) red.add_micro_batch(g.data());
+  EXPECT_TRUE(red.finish(nullptr, shard.data()));
+  EXPECT_FALSE(red.redo());
+}
