@@ -2,14 +2,19 @@
 # Distributed step benchmark: step time and communication share of `olmo train` at 1 and 2
 # processes (one thread each, mpirun on loopback/shared memory), dist.reduce exact vs fast, in
 # one invocation (alternating, so machine noise hits all four alike). Random tokens (< 512) into
-# a model of the given shape; steps after the first are timed (metrics.jsonl step_s / comm_s).
+# a model of the given shape; steps after the first are timed (metrics.jsonl step_s / comm_s;
+# the exact reduction's first step measures its scales and is done twice). Each round also runs
+# the peer of "2 processes x 1 thread": 1 process x 2 threads (exact).
 # Prints one line per setting and a last line exactly
 #   exact_cost_np1=N.NN% exact_cost_np2=N.NN% comm_share_np2_exact=N.N% comm_share_np2_fast=N.N%
-# (exact_cost = mean step time exact / fast - 1 at the same world size).
+#   np2x1_vs_np1x2_tokens=N.N%
+# (exact_cost = mean step time exact / fast - 1 at the same world size; the last figure = tokens/s
+# of 2 processes x 1 thread over 1 process x 2 threads, both exact).
 # With trainer.profile on, it also prints per setting the mean per-step time of the exact
 # path's parts (profile rows exact_convert = fixed-point conversion + accumulator adds,
 # exact_zero_grad = the per-micro-batch gradient clear, reduce_finish = staging / unpacking /
-# rounding, comm = waits inside communication calls) and the conversion cost in ns per
+# rounding, comm = waits inside communication calls, optimizer = the AdamW shard update; the
+# forward+backward is the rest of the step) and the conversion cost in ns per
 # parameter per micro-batch. The machine's load average is printed before and after.
 # Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--heads d/64] [--ffn 8d/3 up to 256]
 #                            [--vocab 8192] [--seq 256] [--window "[s/4,s/4,s/4,-1]"]
@@ -54,12 +59,15 @@ for r in $(seq 1 "$rounds"); do
         "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" dist.reduce=$mode >/dev/null
     done
   done
+  # The peer of "2 processes x 1 thread": 1 process with 2 threads (default exact reduction).
+  OMP_NUM_THREADS=2 "$olmo" train "$root/configs/tiny.yaml" "${common[@]}" trainer.threads=2 \
+    trainer.run_dir="$out/run-1t2-exact-$r" dist.reduce=exact >/dev/null
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$py" - "$out" "$rounds" "$batch" "$micro" <<'PY'
 import json, os, sys
 out, rounds, batch, micro = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-parts = ("exact_convert", "exact_zero_grad", "reduce_finish", "comm")
+parts = ("exact_convert", "exact_zero_grad", "reduce_finish", "comm", "optimizer")
 res = {}
 for np_ in (1, 2):
     for mode in ("exact", "fast"):
@@ -72,7 +80,7 @@ for np_ in (1, 2):
                 for k in parts:
                     prof[k].append(rows.get(k, 0.0))
             info = [x for x in recs if x.get("event") == "start"][0]
-            tr = [x for x in recs if x.get("kind") == "train"][1:]
+            tr = [x for x in recs if x.get("kind") == "train"][1:]  # step 1 measures the scales
             st += [x["step_s"] for x in tr]; cm += [x["comm_s"] for x in tr]
             tps += [x["tokens_per_s"] for x in tr]; mfu += [x["mfu"] for x in tr]
         m = lambda v: sum(v) / len(v)
@@ -86,9 +94,23 @@ for np_ in (1, 2):
             print("    profile per step (rank 0): " + ", ".join(f"{k} {v:.3f} s ({100*v/m(st):.1f}%)" for k, v in pr.items())
                   + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/micro-batch"
                      f" ({mb} micro-batches/rank)" if mode == "exact" else ""))
+t2 = []
+for r in range(1, rounds + 1):
+    recs = [json.loads(l) for l in open(os.path.join(out, f"run-1t2-exact-{r}", "metrics.jsonl"))]
+    t2 += [x["tokens_per_s"] for x in recs if x.get("kind") == "train"][1:]
+tp2 = sum(t2) / len(t2)
+print(f"np 1 x 2 threads exact: {tp2:.0f} tokens/s")
 c1 = 100 * (res[(1, "exact")][0] / res[(1, "fast")][0] - 1)
 c2 = 100 * (res[(2, "exact")][0] / res[(2, "fast")][0] - 1)
 s2e = 100 * res[(2, "exact")][1] / res[(2, "exact")][0]
 s2f = 100 * res[(2, "fast")][1] / res[(2, "fast")][0]
-print(f"exact_cost_np1={c1:.2f}% exact_cost_np2={c2:.2f}% comm_share_np2_exact={s2e:.1f}% comm_share_np2_fast={s2f:.1f}%")
+tps2 = {}
+for mode in ("exact", "fast"):
+    v = []
+    for r in range(1, rounds + 1):
+        recs = [json.loads(l) for l in open(os.path.join(out, f"run-2-{mode}-{r}", "metrics.jsonl"))]
+        v += [x["tokens_per_s"] for x in recs if x.get("kind") == "train"][1:]
+    tps2[mode] = sum(v) / len(v)
+print(f"exact_cost_np1={c1:.2f}% exact_cost_np2={c2:.2f}% comm_share_np2_exact={s2e:.1f}% comm_share_np2_fast={s2f:.1f}% "
+      f"np2x1_vs_np1x2_tokens={100 * tps2['exact'] / tp2:.1f}%")
 PY

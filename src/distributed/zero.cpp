@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "distributed/exact_norm.h"
 #include "optim/grad_clip.h"
 
 namespace olmo::dist {
@@ -256,36 +257,12 @@ double GradReducer::global_norm(const float* shard, size_t n) {
     timed(comm_s_, [&] { comm_.allreduce(&s, 1, Op::sum); });
     return std::sqrt(s);
   }
-  // exact: scale by 2^-E with 2^(E-1) <= max|g| < 2^E so every scaled square is < 1, sum the
-  // squares in fixed point 2^-90 (P < 2^36 elements cannot overflow), one rounding at the end.
-  double mx = 0;
-  for (size_t i = 0; i < n; ++i) mx = std::max(mx, double(std::fabs(shard[i])));
-  timed(comm_s_, [&] { comm_.allreduce(&mx, 1, Op::max); });
-  if (!std::isfinite(mx)) return mx;
-  if (mx == 0) return 0;
-  const int E = std::ilogb(mx) + 1;
-  constexpr int kShift = 90;
-  const int64_t nn = int64_t(n);
-  i128 sum = 0;
-  bool bad = false;
-#pragma omp parallel
-  {
-    i128 part = 0;
-    bool b = false;
-#pragma omp for schedule(static) nowait
-    for (int64_t i = 0; i < nn; ++i) {
-      const double x = std::ldexp(double(shard[i]), -E);
-      part += to_fixed(x * x, kShift, 1, &b);
-    }
-#pragma omp critical
-    {
-      sum += part;  // integer: the order of the threads does not matter
-      bad = bad || b;
-    }
-  }
-  OLMO_CHECK(!bad, "exact grad norm: a scaled square out of range (internal error)");
-  timed(comm_s_, [&] { comm_.allreduce(&sum, 1, Type::i128, Op::sum); });
-  return std::ldexp(std::sqrt(from_fixed(sum, kShift)), E);
+  // exact: the squares' integer mantissas summed per exponent (exact_norm.h), the bins summed
+  // over ranks as integers, one rounding in a fixed order: the same value at any world size.
+  SquareBins bins{};
+  add_square_bins(shard, n, bins);
+  timed(comm_s_, [&] { comm_.allreduce(bins.data(), bins.size(), Type::i128, Op::sum); });
+  return norm_from_bins(bins);
 }
 
 void GradReducer::allgather(float* params) {

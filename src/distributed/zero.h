@@ -21,8 +21,8 @@
 //                auto (default): local_accumulator() below picks one.
 //       fast:  the model accumulates micro-batches locally in fp32; one fp32 reduce-scatter per
 //              step (4 * P * (W-1)/W bytes). Rounding depends on the world size.
-//   * global_norm(): the L2 norm of the distributed gradient; exact mode sums the squares in
-//     fixed point scaled by the global max (order-free), fast mode in double.
+//   * global_norm(): the L2 norm of the distributed gradient; exact mode sums the squares as
+//     integers binned by exponent (exact_norm.h: order-free), fast mode in double.
 //   * allgather(): every rank's updated parameter shard to every rank (bucketed, in place).
 //   * ZeRO-3 (parameters sharded too; the caller cuts the flat vector into ranges, e.g. one
 //     transformer block): gather_range() assembles the parameters [a, b) on every rank from

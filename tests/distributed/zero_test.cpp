@@ -2,6 +2,7 @@
 // (exact and fast) against plain sums, its ZeRO-3 range API against the whole-vector one, the exact global norm against a long-double norm, and the
 // sharded AdamW against the unsharded one, bit for bit.
 #include "distributed/zero.h"
+#include "distributed/exact_norm.h"
 
 #include <gtest/gtest.h>
 
@@ -178,6 +179,21 @@ TEST(GradReducer, ExactNormMatchesLongDoubleAndFastMatchesTotalGradNorm) {
   EXPECT_EQ(float(fa.global_norm(g.data(), g.size())), optim::total_grad_norm(g.data(), g.size()));
   std::vector<float> z(100, 0.0f);
   EXPECT_EQ(ex.global_norm(z.data(), z.size()), 0.0);
+  // Any partition (ranks' shards, threads) gives the same bins, so the same norm bits.
+  dist::SquareBins whole{};
+  dist::add_square_bins(g.data(), g.size(), whole);
+  for (int trial = 0; trial < 5; ++trial) {
+    dist::SquareBins parts{};
+    for (size_t lo = 0; lo < g.size();) {
+      const size_t len = std::min(g.size() - lo, size_t(1 + rng() % 40000));
+      dist::add_square_bins(g.data() + lo, len, parts);
+      lo += len;
+    }
+    EXPECT_EQ(dist::norm_from_bins(parts), dist::norm_from_bins(whole));
+  }
+  EXPECT_EQ(dist::norm_from_bins(whole), ne);
+  g[7] = std::nanf("");
+  EXPECT_TRUE(std::isinf(ex.global_norm(g.data(), g.size())));
 }
 
 TEST(AdamWShard, ShardedUpdatesEqualTheUnshardedOne) {
