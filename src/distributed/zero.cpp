@@ -94,14 +94,93 @@ void GradReducer::begin_step(int64_t global_instances) {
   fresh_ = true;
   flags_ = 0;
   redo_ = false;
+  std::fill(touched_.begin(), touched_.end(), uint8_t(0));
 }
 
-// For k = 0..nbuckets-1: fill(k, stage) writes bucket k of every rank's shard into
-// stage[r * S + i]; the reduce-scatter sums it over ranks into recv; drain(k, recv, n) consumes
-// the n valid elements of this rank's slice. Two buckets in flight.
+void TravelRuns::add(size_t x, size_t y) {
+  if (x >= y) return;
+  if (!b.empty() && b.back() == x) {
+    b.back() = y;
+  } else {
+    a.push_back(x);
+    b.push_back(y);
+    at.push_back(total);
+  }
+  total += y - x;
+}
+
+template <class F>
+void TravelRuns::each(size_t p, size_t q, F&& f) const {
+  if (p >= q || a.empty()) return;
+  size_t i = size_t(std::upper_bound(at.begin(), at.end(), p) - at.begin());
+  for (i = i ? i - 1 : 0; i < a.size() && at[i] < q; ++i) {
+    const size_t lo = std::max(p, at[i]), hi = std::min(q, at[i] + (b[i] - a[i]));
+    if (lo < hi) f(a[i] + (lo - at[i]), a[i] + (hi - at[i]), lo - p);
+  }
+}
+
+void GradReducer::set_sparse_rows(size_t begin, size_t rows, size_t row_len) {
+  OLMO_CHECK(begin + rows * row_len <= layout_.numel, "set_sparse_rows: rows outside the vector");
+  sparse_begin_ = begin;
+  sparse_rows_ = rows;
+  row_len_ = row_len;
+  touched_.assign(rows, 0);
+  union_.assign(rows, 0);
+}
+
+void GradReducer::touch_rows(const int32_t* ids, size_t n) {
+  if (!sparse_rows_) return;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t id = ids[i];
+    OLMO_CHECK(id >= 0 && size_t(id) < sparse_rows_, "touch_rows: id ", id, " outside [0, ",
+               sparse_rows_, ")");
+    touched_[size_t(id)] = 1;
+  }
+}
+
+// The union of every rank's touched rows: one byte per row, 8 to an int64 word, summed over
+// ranks (a byte counts at most W <= 255 ranks, so no carry crosses into the next row's byte).
+void GradReducer::unite_touched() {
+  if (!sparse_rows_) return;
+  if (layout_.world == 1) {
+    union_ = touched_;
+    return;
+  }
+  std::vector<int64_t> words((sparse_rows_ + 7) / 8, 0);
+  std::memcpy(words.data(), touched_.data(), sparse_rows_);
+  timed(comm_s_, [&] { comm_.allreduce(words.data(), words.size(), Type::i64, Op::sum); });
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words.data());
+  for (size_t r = 0; r < sparse_rows_; ++r) union_[r] = bytes[r] != 0;
+}
+
+std::vector<TravelRuns> GradReducer::travel(size_t a, size_t b, bool sparse) const {
+  std::vector<TravelRuns> runs(layout_.world);
+  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  for (size_t r = 0; r < layout_.world; ++r) {
+    const size_t lo = std::max(a, layout_.begin(r)), hi = std::min(b, layout_.end(r));
+    if (lo >= hi) continue;
+    if (!sparse || !sparse_rows_ || hi <= ea || lo >= eb) {
+      runs[r].add(lo, hi);
+      continue;
+    }
+    runs[r].add(lo, std::min(hi, ea));
+    const size_t r0 = lo > ea ? (lo - ea) / row_len_ : 0;
+    const size_t r1 = std::min(sparse_rows_, (std::min(hi, eb) - ea + row_len_ - 1) / row_len_);
+    for (size_t t = r0; t < r1; ++t)
+      if (union_[t])
+        runs[r].add(std::max(lo, ea + t * row_len_), std::min(hi, ea + (t + 1) * row_len_));
+    runs[r].add(std::max(lo, eb), hi);
+  }
+  return runs;
+}
+
+// Bucket k carries the packed elements [k S, (k+1) S) of every rank's runs: fill(r, fa, fb, dst)
+// writes rank r's flat elements [fa, fb) into its block; the reduce-scatter sums the blocks over
+// ranks; drain(fa, fb, src) takes this rank's reduced flat elements [fa, fb). Two buckets in
+// flight (bucket k+1 is staged while bucket k is on the wire).
 template <class T, class Fill, class Drain>
-void GradReducer::bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len, Fill fill,
-                                          Drain drain) {
+void GradReducer::packed_reduce_scatter(Type t, const std::vector<TravelRuns>& runs, Fill fill,
+                                        Drain drain) {
   std::vector<T>* stage;
   std::vector<T>* recv;
   if constexpr (std::is_same_v<T, int64_t>) {
@@ -111,21 +190,30 @@ void GradReducer::bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len
     stage = stage_f_;
     recv = recv_f_;
   }
-  const size_t S = bucket_;
+  const size_t S = bucket_, W = layout_.world, me = size_t(comm_.rank());
+  size_t longest = 0;
+  for (const auto& r : runs) longest = std::max(longest, r.total);
+  const size_t nbuckets = (longest + S - 1) / S;
   Communicator::Request req[2];
   int64_t pending[2] = {-1, -1};
   auto complete = [&](int s) {
     if (pending[s] < 0) return;
     timed(comm_s_, [&] { comm_.wait(req[s]); });
     const size_t k = size_t(pending[s]);
-    const size_t lo = std::min(my_len, k * S), hi = std::min(my_len, (k + 1) * S);
-    drain(k, recv[s].data(), hi - lo);
+    runs[me].each(k * S, (k + 1) * S,
+                  [&](size_t fa, size_t fb, size_t off) { drain(fa, fb, recv[s].data() + off); });
     pending[s] = -1;
   };
   for (size_t k = 0; k < nbuckets; ++k) {
     const int s = int(k % 2);
     complete(s);
-    fill(k, stage[s].data());
+    for (size_t r = 0; r < W; ++r) {
+      T* blk = stage[s].data() + r * S;
+      const size_t n = runs[r].total > k * S ? std::min(S, runs[r].total - k * S) : 0;
+      runs[r].each(k * S, (k + 1) * S,
+                   [&](size_t fa, size_t fb, size_t off) { fill(r, fa, fb, blk + off); });
+      std::fill(blk + n, blk + S, T(0));
+    }
     {
       AddSeconds in_comm(comm_s_);
       req[s] = comm_.ireduce_scatter(stage[s].data(), recv[s].data(), S, t, Op::sum);  // S values
@@ -138,38 +226,26 @@ void GradReducer::bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len
   complete(int((nbuckets + 1) % 2));
 }
 
-// The sharded accumulator's micro-batch round over the part [a, b) of the flat vector (the whole
-// vector for add_micro_batch, one unit for add_range): rank block r of bucket k holds rank r's
-// part elements [k S, (k+1) S) converted from g (g[0] = element a); this rank's own block
-// carries its accumulator plus its gradient, so the reduce-scatter result is the new
-// accumulator (integer sums: any order, same bits).
+// The sharded accumulator's micro-batch round over [a, b) of the flat vector (the whole vector
+// for add_micro_batch, then without the untouched embedding rows; one unit for add_range):
+// rank r's block carries its part of the micro-batch gradient converted from g (g[0] = element
+// a); this rank's own block carries its accumulator plus its gradient, so the reduce-scatter
+// result is the new accumulator (integer sums: any order, same bits).
 void GradReducer::sharded_round(const float* g, size_t a, size_t b) {
-  const size_t W = layout_.world, S = bucket_, me = size_t(comm_.rank());
-  size_t longest = 0;
-  for (size_t r = 0; r < W; ++r) longest = std::max(longest, part_of(layout_, r, a, b).n);
-  const Part mine = part_of(layout_, me, a, b);
-  const size_t at = mine.n ? mine.lo - layout_.begin(me) : 0;  // in the shard accumulator
+  const size_t me = size_t(comm_.rank()), mine = layout_.begin(me);
+  const bool whole = a == 0 && b == layout_.numel;
+  if (whole) unite_touched();
   uint32_t flags = 0;
-  bucketed_reduce_scatter<int64_t>(
-      Type::i64, (longest + S - 1) / S, mine.n,
-      [&](size_t k, int64_t* st) {
-        for (size_t r = 0; r < W; ++r) {
-          const Part p = part_of(layout_, r, a, b);
-          const size_t lo = std::min(p.n, k * S), n = std::min(p.n, (k + 1) * S) - lo;
-          int64_t* blk = st + r * S;
-          const size_t flat = p.lo + lo;
-          if (r == me) {
-            std::copy(acc_.data() + at + lo, acc_.data() + at + lo + n, blk);
-            flags |= scales_.convert(blk, g + (flat - a), flat, flat + n, true, seen_);
-          } else {
-            flags |= scales_.convert(blk, g + (flat - a), flat, flat + n, false, seen_);
-          }
-          std::fill(blk + n, blk + S, int64_t(0));
-        }
+  packed_reduce_scatter<int64_t>(
+      Type::i64, travel(a, b, whole),
+      [&](size_t r, size_t fa, size_t fb, int64_t* dst) {
+        if (r == me) std::copy(acc_.data() + (fa - mine), acc_.data() + (fb - mine), dst);
+        flags |= scales_.convert(dst, g + (fa - a), fa, fb, r == me, seen_);
       },
-      [&](size_t k, const int64_t* rv, size_t n) {
-        std::copy(rv, rv + n, acc_.data() + at + k * S);
+      [&](size_t fa, size_t fb, const int64_t* src) {
+        std::copy(src, src + (fb - fa), acc_.data() + (fa - mine));
       });
+  if (whole && sparse_rows_) std::fill(touched_.begin(), touched_.end(), uint8_t(0));
   flags_ |= flags;
 }
 
@@ -184,7 +260,7 @@ void GradReducer::add_micro_batch(const float* g) {
 }
 
 bool GradReducer::finish(const float* g, float* shard) {
-  const size_t W = layout_.world, S = bucket_;
+  const size_t W = layout_.world;
   redo_ = false;
   if (mode_ == ReduceMode::exact) {
     if (local_ && fresh_)  // no micro-batch this step: sum 0
@@ -210,23 +286,18 @@ bool GradReducer::finish(const float* g, float* shard) {
     next_exponents_ = std::move(next);  // after the rounding below, which uses this step's
   }
   if (mode_ == ReduceMode::exact && W > 1 && local_) {
-    // One integer reduce-scatter of the full local accumulators; each bucket of this rank's
-    // shard is rounded to fp32 as it arrives.
-    const size_t me = size_t(comm_.rank());
-    bucketed_reduce_scatter<int64_t>(
-        Type::i64, nbuckets_, layout_.len(me),
-        [&](size_t k, int64_t* st) {
-          for (size_t r = 0; r < W; ++r) {
-            const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
-            const size_t n = hi - lo, at = layout_.begin(r) + lo;
-            int64_t* blk = st + r * S;
-            std::copy(acc_.data() + at, acc_.data() + at + n, blk);
-            std::fill(blk + n, blk + S, int64_t(0));
-          }
+    // One integer reduce-scatter of the local accumulators (without the embedding rows no rank
+    // touched); each bucket of this rank's shard is rounded to fp32 as it arrives.
+    const size_t me = size_t(comm_.rank()), mine = layout_.begin(me);
+    unite_touched();
+    if (sparse_rows_) std::fill(shard, shard + shard_len(), 0.0f);
+    packed_reduce_scatter<int64_t>(
+        Type::i64, travel(0, layout_.numel, true),
+        [&](size_t, size_t fa, size_t fb, int64_t* dst) {
+          std::copy(acc_.data() + fa, acc_.data() + fb, dst);
         },
-        [&](size_t k, const int64_t* rv, size_t n) {
-          const size_t at = layout_.begin(me) + k * S;
-          scales_.to_float(shard + k * S, rv, at, at + n);
+        [&](size_t fa, size_t fb, const int64_t* src) {
+          scales_.to_float(shard + (fa - mine), src, fa, fb);
         });
   } else if (mode_ == ReduceMode::exact) {
     const size_t at = local_ ? shard_begin() : 0;
@@ -234,17 +305,16 @@ bool GradReducer::finish(const float* g, float* shard) {
   } else if (W == 1) {
     if (shard != g) std::memcpy(shard, g, layout_.numel * sizeof(float));
   } else {
-    bucketed_reduce_scatter<float>(
-        Type::f32, nbuckets_, layout_.len(size_t(comm_.rank())),
-        [&](size_t k, float* st) {
-          for (size_t r = 0; r < W; ++r) {
-            const size_t lo = std::min(layout_.len(r), k * S), hi = std::min(layout_.len(r), (k + 1) * S);
-            std::memcpy(st + r * S, g + layout_.begin(r) + lo, (hi - lo) * sizeof(float));
-            std::fill(st + r * S + (hi - lo), st + (r + 1) * S, 0.0f);
-          }
+    const size_t mine = shard_begin();
+    unite_touched();
+    if (sparse_rows_) std::fill(shard, shard + shard_len(), 0.0f);
+    packed_reduce_scatter<float>(
+        Type::f32, travel(0, layout_.numel, true),
+        [&](size_t, size_t fa, size_t fb, float* dst) {
+          std::memcpy(dst, g + fa, (fb - fa) * sizeof(float));
         },
-        [&](size_t k, const float* rv, size_t n) {
-          std::memcpy(shard + k * S, rv, n * sizeof(float));
+        [&](size_t fa, size_t fb, const float* src) {
+          std::memcpy(shard + (fa - mine), src, (fb - fa) * sizeof(float));
         });
   }
   if (mode_ == ReduceMode::exact) scales_.set_exponents(next_exponents_);

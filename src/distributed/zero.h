@@ -55,6 +55,17 @@ struct ShardLayout {
 
 // ReduceMode, dist.exact_accumulator and local_accumulator(): distributed/reduce_settings.h.
 
+// The elements of one rank that travel in a reduction: flat runs [a[i], b[i]) in order, run i
+// at packed offset at[i]; total packed elements.
+struct TravelRuns {
+  std::vector<size_t> a, b, at;
+  size_t total = 0;
+  void add(size_t x, size_t y);  // appends [x, y) (merged with the last run when adjacent)
+  // f(flat_a, flat_b, offset) for the pieces of the packed range [p, q), offset from p.
+  template <class F>
+  void each(size_t p, size_t q, F&& f) const;
+};
+
 class GradReducer {
  public:
   // bucket_elems: elements per bucket summed over all ranks (>= world). segments: the exact
@@ -88,6 +99,14 @@ class GradReducer {
   const SegmentScales& scales() const { return scales_; }
   void set_scale_exponents(const std::vector<int64_t>& e) { scales_.set_exponents(e); }
 
+  // Row-sparse part: rows x row_len elements from `begin` (the input embedding), whose rows get a
+  // gradient only for the token ids of the micro-batch. The reductions of the whole vector
+  // (exact local and sharded accumulators, fast) then carry only the rows some rank touched,
+  // in row order; the others are exactly zero on every rank. touch_rows(ids) marks a
+  // micro-batch's ids: call it for every micro-batch, before its add_micro_batch.
+  void set_sparse_rows(size_t begin, size_t rows, size_t row_len);
+  void touch_rows(const int32_t* ids, size_t n);
+
   // L2 norm of the global gradient given each rank's shard (same value on every rank).
   double global_norm(const float* shard, size_t n);
   // In place: params[P] on every rank gets every rank's shard [begin(r), end(r)).
@@ -109,7 +128,10 @@ class GradReducer {
  private:
   // nbuckets buckets of S elements per rank; my_len: the valid elements of this rank's slice.
   template <class T, class Fill, class Drain>
-  void bucketed_reduce_scatter(Type t, size_t nbuckets, size_t my_len, Fill fill, Drain drain);
+  void packed_reduce_scatter(Type t, const std::vector<TravelRuns>& runs, Fill fill, Drain drain);
+  // Every rank's runs of [a, b) (sparse: without the untouched rows of the union).
+  std::vector<TravelRuns> travel(size_t a, size_t b, bool sparse) const;
+  void unite_touched();  // union_ = the touched rows of every rank (collective)
   // The sharded accumulator's round for g = the micro-batch gradient of [a, b) (collective).
   void sharded_round(const float* g, size_t a, size_t b);
 
@@ -127,6 +149,8 @@ class GradReducer {
   std::vector<int64_t> next_exponents_;  // the next step's, set once this step is rounded
   uint32_t flags_ = 0;         // kOverflow / kNonFinite seen by this rank this step
   bool redo_ = false;
+  size_t sparse_begin_ = 0, sparse_rows_ = 0, row_len_ = 0;
+  std::vector<uint8_t> touched_, union_;  // per sparse row: this rank's / any rank's
   bool local_ = true;   // exact: full-length local accumulator, one reduction per step
   bool fresh_ = true;   // local: no micro-batch added since begin_step (accumulator stale)
   double comm_s_ = 0;

@@ -63,6 +63,9 @@ TrainModule::TrainModule(model::Olmo3& model, dist::Communicator& comm, const Co
   bounds.push_back(model_.num_params());
   reducer_ = std::make_unique<dist::GradReducer>(comm_, model_.num_params(), o.reduce,
                                                  o.bucket_elems, o.exact_local, bounds);
+  // The input embedding's gradient is row-sparse: only the batch's token ids get one.
+  const model::ModelConfig& mc = model_.config();
+  reducer_->set_sparse_rows(model_.layout().embed, size_t(mc.vocab_size), size_t(mc.d_model));
   if (!(o.reduce == dist::ReduceMode::fast && comm_.world() == 1))
     shard_grad_.assign(reducer_->shard_len(), 0.0f);
   const auto groups = param_groups(model_, cfg.optim);  // train/optimizer_setup.h
@@ -145,6 +148,7 @@ double TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
                                                     doc_ids ? doc_ids + i * T : nullptr, n, T,
                                                     grad_scale, z_coef_);
       if (hooks.post_backward && pass == 0) hooks.post_backward(i / mi, s);
+      reducer_->touch_rows(tokens + i * T, size_t(n * T));
       if (exact) {
         ce_fx += dist::double_to_fixed(s.ce_sum, &loss_bad);
         z_fx += dist::double_to_fixed(s.z_sum, &loss_bad);

@@ -10,7 +10,7 @@ if(MPIEXEC_EXECUTABLE)
                "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
   # They launch several processes on the 2 cores: never at the same time as each other.
   set_tests_properties(dist_world_size dist_faults dist_precision dist_zero3
-                       PROPERTIES RESOURCE_LOCK mpi)
+                       PROPERTIES RESOURCE_LOCK mpi LABELS dist)
 else()
   # Registered as skips (exit 77) so the summary shows them and tests/check_skips.py fails a CI
   # run on a machine where mpirun exists but CMake did not find MPI.
@@ -18,6 +18,6 @@ else()
   foreach(t dist_world_size dist_faults dist_precision dist_zero3)
     add_test(NAME ${t} COMMAND sh -c
              "echo 'SKIPPED: mpirun not found (MPI not found when configuring)'; exit 77")
-    set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
+    set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS dist)
   endforeach()
 endif()

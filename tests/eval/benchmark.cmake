@@ -14,4 +14,4 @@ add_test(NAME eval_suites_check
                  --skip-missing --corpus ${CMAKE_SOURCE_DIR}/data/corpus
                  --out ${CMAKE_SOURCE_DIR}/evalsets)
 set_tests_properties(eval_suites_check PROPERTIES LABELS eval SKIP_RETURN_CODE 77
-                     FIXTURES_REQUIRED demo_corpus)
+                     FIXTURES_REQUIRED demo_corpus TIMEOUT 900)

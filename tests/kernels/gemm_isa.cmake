@@ -4,6 +4,6 @@
 foreach(cap AVX2 SSE41)
   string(TOLOWER ${cap} lc)
   add_test(NAME kernels_gemm_${lc} COMMAND test_kernels_gemm --gtest_filter=Gemm.*)
-  set_tests_properties(kernels_gemm_${lc} PROPERTIES LABELS kernels
+  set_tests_properties(kernels_gemm_${lc} PROPERTIES LABELS kernels TIMEOUT 300
                        ENVIRONMENT "ONEDNN_MAX_CPU_ISA=${cap};OMP_NUM_THREADS=2")
 endforeach()

@@ -6,3 +6,4 @@
 olmo_py_test(train_kill_campaign ${CMAKE_CURRENT_LIST_DIR}/kill_campaign.py)
 olmo_py_test(train_disk_faults ${CMAKE_CURRENT_LIST_DIR}/disk_fault_test.py)
 set_tests_properties(train_disk_faults PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(train_kill_campaign train_disk_faults PROPERTIES LABELS train)

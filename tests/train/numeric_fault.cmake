@@ -4,5 +4,6 @@
 olmo_py_test(train_numeric_fault ${CMAKE_CURRENT_LIST_DIR}/numeric_fault_test.py)
 if(MPIEXEC_EXECUTABLE)
   set_property(TEST train_numeric_fault APPEND PROPERTY ENVIRONMENT "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
-  set_tests_properties(train_numeric_fault PROPERTIES RESOURCE_LOCK mpi)
 endif()
+# The lock either way: without OLMO_MPIRUN the test looks for mpirun on PATH.
+set_tests_properties(train_numeric_fault PROPERTIES RESOURCE_LOCK mpi LABELS train)
