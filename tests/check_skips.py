@@ -153,7 +153,7 @@ def rules(source, build):
         (r"AVX-512|avx512", "AVX-512", lambda m: avx512 and not isa_env),
         (r"AVX2", "AVX2", lambda m: {"avx2", "fma"} <= flags and not isa_env),
         (r"mpirun", "MPI (mpirun)", lambda m: shutil.which("mpirun") is not None),
-        (r"No module named '([\w.]+)'", "the Python package {1} in the venv",
+        (r"No module named '([\w.]+)'", "the venv's Python package {1}",
          lambda m: venv_imports(venv, m.group(1))),
         (r"(\S*/\S+?):? (?:missing|not found)\b", "{1}",
          lambda m: os.path.exists(m.group(1))),
@@ -187,11 +187,16 @@ def skip_reasons(text):
 
 
 def testcases(junit):
-    """[(name, status, output)], status: passed, skipped or failed."""
+    """[(name, status, output)], status: passed, skipped (SKIP_RETURN_CODE), disabled or failed
+    (also a test ctest did not run for another reason, a fixture's failure say: ctest counts
+    it as failed)."""
     out = []
     for tc in ET.parse(junit).getroot().iter("testcase"):
-        if tc.find("skipped") is not None or tc.get("status") in ("notrun", "disabled"):
-            status = "skipped"
+        sk = tc.find("skipped")
+        if tc.get("status") == "disabled":
+            status = "disabled"
+        elif sk is not None:
+            status = "skipped" if sk.get("message", "").startswith("SKIP_") else "failed"
         elif tc.find("failure") is not None or tc.find("error") is not None \
                 or tc.get("status") == "fail":
             status = "failed"
@@ -220,6 +225,9 @@ def main():
     for name, status, text in testcases(a.junit):
         if status == "failed":
             continue  # ctest already fails the run
+        if status == "disabled":
+            print(f"check_skips: {name} disabled (ctest DISABLED property)")
+            continue
         if status == "passed" and "exceeds the threshold of 1024 bytes" in text:
             cut.append(name)
         reasons = skip_reasons(text)
@@ -230,6 +238,10 @@ def main():
             continue
         what = "skipped" if status == "skipped" else "passed, a part not run"
         for r in reasons:
+            if not r:
+                bad += 1
+                print(f"check_skips: FAIL: {name} {what} without saying why (empty message)")
+                continue
             why = None
             for pat, prereq, present in rs:
                 m = re.search(pat, r)
