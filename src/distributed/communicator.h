@@ -5,15 +5,15 @@
 //   * every collective is called by every rank in the same order with the same counts;
 //   * element types: f32, f64, i64 (sum/max), i128 (sum; two's-complement __int128, used for the
 //     exact fixed-point sums of dist/fixed_point.h: integer sums are associative, so the result
-//     never depends on the reduction tree or the world size), and fixed128 (sum; the same
-//     integers as structure of arrays: a buffer of n values is n uint64 low words followed by
-//     n uint64 high words, per rank block in reduce-scatter);
+//     never depends on the reduction tree or the world size); i64 sums carry the exact
+//     reduction's int64 fixed point (distributed/scaled_fixed.h);
 //   * i-versions start a non-blocking collective and return a handle; the buffers must stay
 //     untouched until wait(); test() lets the caller drive progress between compute chunks;
 //   * errors are fatal for the job: an MPI failure, or a rank that dies, ends every rank
 //     (OpenMPI's default error handler and mpirun's process monitoring), never a hang.
 // Cost: the MPI implementation moves bytes over shared memory (one node) or the network;
-// reduce-scatter + all-gather move 2 * (W-1)/W * n elements per rank (ring algorithms).
+// reduce-scatter + all-gather move 2 * (W-1)/W * n elements per rank (the MPI one sends each
+// rank's block straight to its owner: one round of W-1 messages per rank).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +23,7 @@
 
 namespace olmo::dist {
 
-enum class Type { f32, f64, i64, i128, fixed128 };
+enum class Type { f32, f64, i64, i128 };
 enum class Op { sum, max };
 size_t type_size(Type t);
 

@@ -15,7 +15,6 @@ size_t type_size(Type t) {
     case Type::f64: return 8;
     case Type::i64: return 8;
     case Type::i128: return 16;
-    case Type::fixed128: return 16;
   }
   return 0;
 }

