@@ -78,7 +78,7 @@ int64_t activation_floats_per_token(const ModelConfig& c, const std::vector<char
 // The same for the model's own setting (c.act_ckpt, act_checkpoint.h checkpointed_blocks).
 int64_t activation_floats_per_token(const ModelConfig& c);
 int64_t scratch_floats_per_token(const ModelConfig& c);
-// zero_stage 3 (parameters sharded, train/zero3_params.h): weights = the 4P/W shard plus one
+// zero_stage 3 (parameters sharded, distributed/zero3_params.h): weights = the 4P/W shard plus one
 // working buffer of the largest parameter unit (model/param_units.h), grads = one more such
 // buffer; the traffic adds an fp32 all-gather of P per forward and per backward of every
 // micro-batch and drops the all-gather after the update.

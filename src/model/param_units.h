@@ -1,5 +1,5 @@
 // Parameter units of an OLMo 3 model and the hooks Olmo3 calls around each unit's use (ZeRO-3
-// gathers one unit's weights at a time; src/train/zero3_params.h).
+// gathers one unit's weights at a time; src/distributed/zero3_params.h).
 // Units, in the flat layout's order (params.h), each a contiguous range [begin, end) of it:
 //   0            the embedding [V,D]
 //   1 .. L       block l = u - 1 (its 11 tensors)

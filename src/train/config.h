@@ -212,7 +212,7 @@ struct DistSection {
   int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
                                      // reduce-scatter (MiB of fp32 gradient)
   int64_t zero_stage = 2;            // 2: full parameters per process; 3: sharded, gathered per
-                                     // block (train/zero3_params.h; exact reduce only)
+                                     // block (distributed/zero3_params.h; exact reduce only)
 };
 
 struct Config {

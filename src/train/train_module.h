@@ -1,22 +1,15 @@
 // The train module (OLMo-core's TransformerTrainModule.train_batch): given this rank's batch of
 // B instances x T tokens and its targets, one optimizer step of the data-parallel model.
-//   count:      total = target tokens != -100 of the GLOBAL batch (all-reduced before the
-//               backward); grad_scale = 1 / total (global normalisation), or per_rank (OLMo-core's
-//               train_batch): grad_scale = 1 / (W * this rank's count), loss = mean over ranks
-//               of per-rank means;
-//   accumulate: per micro-batch of micro_instances: grads = grad_scale * d(ce_sum + z * z_sum);
-//               exact reduce turns each micro-batch's gradient into 128-bit fixed point at once,
-//               fast accumulates in fp32 (dist::GradReducer);
-//   reduce:     this rank's ZeRO shard of the summed gradient; global loss sums;
+//   count:      the global batch's target tokens (dist::DataParallel: global normalisation,
+//               grad_scale = 1 / total, or per rank as OLMo-core's train_batch);
+//   passes:     per micro-batch of micro_instances: grads = grad_scale * d(ce_sum + z * z_sum),
+//               handed to the DataParallel object, which accumulates and reduces (exact or
+//               fast, ZeRO-1/2/3: data_parallel.h); a redo it asks for runs the passes again;
 //   clip/skip:  global pre-clip L2 norm, clipping to max_grad_norm, the non-finite guard (a
 //               NaN/Inf loss, z-loss or gradient on any rank skips the step) and the skip-step
 //               rule (finite steps only), identical on every rank;
-//   update:     AdamW on this rank's shard (ZeRO-1), all-gather of the parameters (applied
-//               steps only), lr = schedule(lr0, step, t_max).
-// ZeRO-3 (TrainModuleOptions::zero_stage 3, train/zero3_params.h): the parameters live only as
-// this rank's shard; the model gathers each unit before use and hands each unit's gradient to
-// the reducer right after its backward (no full gradient buffer, no zero_grad, no all-gather
-// after the update: AdamW updates the shard in place).
+//   update:     AdamW on this rank's parameter shard, then DataParallel::end_step (applied steps
+//               only), lr = schedule(lr0, step, t_max).
 // It knows nothing of checkpoints, callbacks, metrics or run dirs: the harness passes two
 // plain functions (after each micro-batch's backward, before the optimizer) for its hooks.
 // Cost: B/micro_instances forward/backward passes, one reduction of P floats (exact: plus a
@@ -28,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-#include "distributed/zero.h"
+#include "distributed/data_parallel.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "optim/skip_step.h"
@@ -40,8 +33,6 @@ class Olmo3;
 }
 
 namespace olmo::train {
-
-class Zero3Params;
 
 // The LR schedule of a config (scheduler.*; t_max is schedule_steps(c)).
 optim::ScheduleConfig schedule_config(const Config& c);
@@ -69,9 +60,8 @@ class TrainModule {
   ~TrainModule();
 
   // One step on this rank's B x T tokens (targets and, when given, document ids alike). Fills
-  // r.loss, z_loss, grad_norm, lr, skipped, nonfinite(_what), target_tokens; returns the
-  // seconds spent in communication outside the reducer (the reducer counts its own).
-  double train_batch(const int32_t* tokens, const int32_t* targets, const int32_t* doc_ids,
+  // r.loss, z_loss, grad_norm, lr, skipped, nonfinite(_what), target_tokens, reduce_redos.
+  void train_batch(const int32_t* tokens, const int32_t* targets, const int32_t* doc_ids,
                      int64_t B, int64_t T, int64_t step, StepResult& r, const Hooks& hooks);
 
   double lr_at(int64_t step) const;
@@ -80,10 +70,11 @@ class TrainModule {
   const optim::AdamW& optimizer() const { return *adamw_; }
   optim::SkipStep& skip_step() { return *skip_; }
   const optim::SkipStep& skip_step() const { return *skip_; }
-  dist::GradReducer& reducer() { return *reducer_; }
-  const dist::GradReducer& reducer() const { return *reducer_; }
+  const dist::GradReducer& reducer() const { return dp_->reducer(); }
+  dist::DataParallel& data_parallel() { return *dp_; }
+  const dist::DataParallel& data_parallel() const { return *dp_; }
   // Bytes of this rank's reduced-gradient shard buffer (0 when one fast process reduces in place).
-  size_t grad_shard_bytes() const { return shard_grad_.size() * sizeof(float); }
+  size_t grad_shard_bytes() const { return dp_->grad_shard_bytes(); }
 
   // ZeRO-3: hands the model the provider (the model keeps no full buffers; build the model
   // with own_storage false); the starting state is then written into param_shard(). No-op
@@ -101,14 +92,10 @@ class TrainModule {
   float z_coef_ = 0;
   double max_grad_norm_ = 0, lr0_ = 0;
   bool skip_rule_ = false;   // optim.name skip_step_adamw with optim.skip_step
-  std::unique_ptr<dist::GradReducer> reducer_;
-  std::vector<float> shard_grad_;  // the reduced gradient of this rank's shard
+  std::unique_ptr<dist::DataParallel> dp_;  // accumulation, reduction, ZeRO sharding
   std::unique_ptr<optim::AdamW> adamw_;
   std::unique_ptr<optim::SkipStep> skip_;
   std::unique_ptr<optim::Schedule> schedule_;
-  std::unique_ptr<Zero3Params> zero3_;  // zero_stage 3
-  bool sharded_ = false;                // shard_parameters() done
-  int64_t reduce_redos_ = 0;            // exact-reduction redos of this process's run
 };
 
 }  // namespace olmo::train

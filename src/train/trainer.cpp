@@ -69,7 +69,7 @@ void Trainer::on_nonfinite(const StepResult& r) {
 
 StepResult Trainer::train_step() {
   double t0 = now_seconds();
-  const double comm0 = module_->reducer().comm_seconds();
+  const double comm0 = module_->data_parallel().comm_seconds();
   StepResult r;
   r.step = ++step_;
   // 1. This rank's whole micro-batches of the global batch.
@@ -90,9 +90,8 @@ StepResult Trainer::train_step() {
   hooks.pre_optim = [this](const StepResult& sr) {
     for (auto& cb : callbacks_) cb->pre_optim(*this, sr);
   };
-  const double comm_extra =
-      module_->train_batch(batch_.tokens.data(), targets_.data(),
-                           doc_mask_ ? doc_ids_.data() : nullptr, B, T, step_, r, hooks);
+  module_->train_batch(batch_.tokens.data(), targets_.data(),
+                       doc_mask_ ? doc_ids_.data() : nullptr, B, T, step_, r, hooks);
   nonfinite_streak_ = r.nonfinite ? nonfinite_streak_ + 1 : 0;
   if (r.nonfinite && metrics_) on_nonfinite(r);
 
@@ -102,7 +101,7 @@ StepResult Trainer::train_step() {
   r.batch_hash = batch_.global_hash;
   if (cfg_.trainer.log_batch_indices) r.instance_indices = batch_.instance_indices;
   r.seconds = now_seconds() - t0;
-  r.comm_seconds = module_->reducer().comm_seconds() - comm0 + comm_extra;
+  r.comm_seconds = module_->data_parallel().comm_seconds() - comm0;
   if (profile::enabled()) profile::add("comm", r.comm_seconds, 0);
   r.tokens_per_s = double(loader_->global_batch_tokens()) / r.seconds;
   // MFU against the peak of every process (each measured its own, with its threads), of the

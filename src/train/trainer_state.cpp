@@ -246,7 +246,7 @@ std::string Trainer::save_checkpoint() {
     w->add_json("skip_step", module_->skip_step().state_json());
     // The exact reduction's scales for the next step (distributed/scaled_fixed.h): part of
     // what decides the next update's bits.
-    w->add_json("reduce", json{{"scale_exponents", module_->reducer().scales().exponents()}});
+    w->add_json("reduce", module_->data_parallel().state_json());
     w->add_json("loader", loader_->state());
     w->add_json("rng", json{{"init_seed", cfg_.trainer.init_seed},
                            {"data_seed", loader_->seed()},
@@ -313,21 +313,9 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
     tokens_seen_ = t.at("tokens_seen").get<int64_t>();
     loader_->load_state(r.json("loader"));
     module_->skip_step().load_state_json(r.json("skip_step"));
-    // The exact reduction's scales. A checkpoint without them (older, or written under a
-    // model whose tensors differ) leaves them unknown: the next step measures them first.
-    if (r.has_json("reduce") && module_->reducer().mode() == dist::ReduceMode::exact) {
-      const json& e = r.json("reduce").at("scale_exponents");
-      if (e.is_array() && e.size() == module_->reducer().scales().segments()) {
-        std::vector<int64_t> v;
-        for (const json& x : e) {
-          OLMO_CHECK(x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 254,
-                     r.dir(), "/state.json: reduce.scale_exponents holds ", x.dump(),
-                     " (an fp32 biased exponent in [0, 254] expected)");
-          v.push_back(x.get<int64_t>());
-        }
-        module_->reducer().set_scale_exponents(v);
-      }
-    }
+    // The exact reduction's scales (a checkpoint without them: the next step measures them).
+    if (r.has_json("reduce"))
+      module_->data_parallel().load_state_json(r.json("reduce"), r.dir() + "/state.json");
     if (r.has_json("callbacks")) callback_state_ = std::make_unique<json>(r.json("callbacks"));
   }
   verify_loaded(r, optim_state, trainer_state, resume);

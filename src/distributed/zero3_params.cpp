@@ -1,16 +1,16 @@
 // ZeRO-3 parameter sharding: gather per unit, reduce per unit (see zero3_params.h).
-#include "train/zero3_params.h"
+#include "distributed/zero3_params.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
 
-namespace olmo::train {
+namespace olmo::dist {
 
-Zero3Params::Zero3Params(dist::GradReducer& reducer, const model::Olmo3& m)
+Zero3Params::Zero3Params(GradReducer& reducer, const model::Olmo3& m)
     : reducer_(reducer), units_(m.units()) {
-  OLMO_CHECK(reducer_.mode() == dist::ReduceMode::exact,
+  OLMO_CHECK(reducer_.mode() == ReduceMode::exact,
              "dist.zero_stage 3 needs dist.reduce exact");
   size_t largest = 0;
   for (const model::UnitRange& u : units_) largest = std::max(largest, u.size());
@@ -61,4 +61,4 @@ void Zero3Params::grad_done(int64_t u) {
   grad_open_ = -1;
 }
 
-}  // namespace olmo::train
+}  // namespace olmo::dist

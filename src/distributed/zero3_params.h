@@ -28,11 +28,11 @@
 #include "model/olmo3.h"
 #include "model/param_units.h"
 
-namespace olmo::train {
+namespace olmo::dist {
 
 class Zero3Params final : public model::ParamProvider {
  public:
-  Zero3Params(dist::GradReducer& reducer, const model::Olmo3& m);
+  Zero3Params(GradReducer& reducer, const model::Olmo3& m);
 
   // Hands m this provider (m frees its full buffers, if it has any). The shard starts zero: the
   // trainer writes the starting state into it (init_weights_range, or a checkpoint's pieces).
@@ -53,7 +53,7 @@ class Zero3Params final : public model::ParamProvider {
  private:
   void check_open(const char* what) const;
 
-  dist::GradReducer& reducer_;
+  GradReducer& reducer_;
   std::vector<model::UnitRange> units_;
   std::vector<float> shard_;
   model::FloatBuffer work_, gwork_;  // parameters / gradient of one unit
@@ -61,4 +61,4 @@ class Zero3Params final : public model::ParamProvider {
   bool open_ = false;
 };
 
-}  // namespace olmo::train
+}  // namespace olmo::dist

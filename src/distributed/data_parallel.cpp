@@ -1,0 +1,210 @@
+// DataParallel: accumulation, reduction, ZeRO sharding and loss sums of W ranks (see
+// data_parallel.h).
+#include "distributed/data_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/profile.h"
+#include "core/timer.h"
+#include "core/token_ids.h"
+#include "distributed/zero3_params.h"
+#include "model/olmo3.h"
+
+namespace olmo::dist {
+
+namespace {
+// Profile row `name` (trainer.profile) gets the wall time of its scope minus the communication
+// inside it (those waits are the "comm" row).
+class ProfileOutsideComm {
+ public:
+  ProfileOutsideComm(const char* name, const DataParallel& dp)
+      : name_(name), dp_(dp), t0_(now_seconds()), c0_(dp.comm_seconds()) {}
+  ~ProfileOutsideComm() {
+    if (profile::enabled())
+      profile::add(name_, now_seconds() - t0_ - (dp_.comm_seconds() - c0_), 0);
+  }
+  ProfileOutsideComm(const ProfileOutsideComm&) = delete;
+  ProfileOutsideComm& operator=(const ProfileOutsideComm&) = delete;
+
+ private:
+  const char* name_;
+  const DataParallel& dp_;
+  double t0_, c0_;
+};
+}  // namespace
+
+DataParallel::DataParallel(Communicator& comm, model::Olmo3& model, const DataParallelOptions& o)
+    : comm_(comm), model_(model), o_(o) {
+  // The exact reduction's scale segments: one per parameter tensor, in flat order.
+  std::vector<size_t> bounds;
+  for (const auto& p : model_.layout().info) bounds.push_back(p.offset);
+  std::sort(bounds.begin(), bounds.end());
+  bounds.push_back(model_.num_params());
+  reducer_ = std::make_unique<GradReducer>(comm_, model_.num_params(), o.reduce, o.bucket_elems,
+                                           o.exact_local, bounds);
+  // The input embedding's gradient is row-sparse: only the batch's token ids get one.
+  const model::ModelConfig& mc = model_.config();
+  reducer_->set_sparse_rows(model_.layout().embed, size_t(mc.vocab_size), size_t(mc.d_model));
+  if (!(o.reduce == ReduceMode::fast && comm_.world() == 1))
+    shard_grad_.assign(reducer_->shard_len(), 0.0f);
+  if (o.zero_stage == 3) zero3_ = std::make_unique<Zero3Params>(*reducer_, model_);
+}
+
+DataParallel::~DataParallel() = default;
+
+double DataParallel::comm_seconds() const { return reducer_->comm_seconds() + comm_s_; }
+
+void DataParallel::shard_parameters() {
+  if (!zero3_ || sharded_) return;
+  zero3_->attach(model_);
+  sharded_ = true;
+}
+
+float* DataParallel::sharded_params() { return sharded_ ? zero3_->shard() : nullptr; }
+const float* DataParallel::sharded_params() const { return sharded_ ? zero3_->shard() : nullptr; }
+
+float* DataParallel::param_shard() {
+  return sharded_ ? zero3_->shard() : model_.params() + reducer_->shard_begin();
+}
+
+DataParallel::Counts DataParallel::count(const int32_t* targets, int64_t B, int64_t T,
+                                         int64_t step) {
+  Counts c;
+  for (int64_t i = 0; i < B * T; ++i) c.local += targets[i] != olmo::kIgnoreIndex;
+  int64_t v[2] = {c.local, B};
+  const bool empty_rank = timed(comm_s_, [&] {
+    comm_.allreduce(v, 2);
+    return o_.per_rank_loss && comm_.any(c.local == 0);
+  });
+  c.total = v[0];
+  c.global_instances = v[1];
+  OLMO_CHECK(c.total > 0, "step ", step, ": the batch has no target tokens");
+  OLMO_CHECK(!empty_rank, "step ", step, ": a rank has no target tokens (per_rank loss "
+             "normalisation needs some on every rank)");
+  return c;
+}
+
+float DataParallel::grad_scale(const Counts& c) const {
+  const double divisor =
+      o_.per_rank_loss ? double(comm_.world()) * double(c.local) : double(c.total);
+  return float(1.0 / divisor);
+}
+
+void DataParallel::begin_pass(const Counts& c) {
+  OLMO_CHECK(!zero3_ || sharded_, "DataParallel: ZeRO-3 before shard_parameters()");
+  reducer_->begin_step(c.global_instances);
+  if (sharded_) zero3_->set_open(true);
+  if (!sharded_) model_.zero_grad();
+  ce_fx_ = z_fx_ = 0;
+  sums_[0] = sums_[1] = 0;
+  loss_bad_ = false;
+}
+
+void DataParallel::before_micro_batch(int64_t i) {
+  // exact: every micro-batch's gradient is converted on its own, so the model's fp32 gradient
+  // starts from zero each time (fast accumulates across micro-batches in place).
+  if (reducer_->mode() == ReduceMode::exact && i > 0 && !sharded_) {
+    const double tz = now_seconds();
+    model_.zero_grad();
+    if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
+  }
+}
+
+void DataParallel::after_micro_batch(const int32_t* tokens, int64_t n,
+                                     const kernels::LossSums& s) {
+  reducer_->touch_rows(tokens, size_t(n));
+  if (reducer_->mode() == ReduceMode::exact) {
+    ce_fx_ += double_to_fixed(s.ce_sum, &loss_bad_);
+    z_fx_ += double_to_fixed(s.z_sum, &loss_bad_);
+    // Conversion to fixed point + accumulator adds (sharded: + staging). ZeRO-3 added each
+    // unit's gradient inside the backward already (Zero3Params::grad_done).
+    ProfileOutsideComm prof("exact_convert", *this);
+    if (!sharded_) reducer_->add_micro_batch(model_.grads());
+  } else {
+    sums_[0] += s.ce_sum;
+    sums_[1] += s.z_sum;
+  }
+}
+
+DataParallel::Reduced DataParallel::reduce(const Counts& c) {
+  Reduced out;
+  if (sharded_) zero3_->set_open(false);
+  out.grad = shard_grad_.empty() ? model_.grads() : shard_grad_.data();
+  out.n = reducer_->shard_len();
+  {
+    // Staging, unpacking and rounding of the step's reduction.
+    ProfileOutsideComm prof("reduce_finish", *this);
+    out.grad_nonfinite = reducer_->finish(sharded_ ? nullptr : model_.grads(), out.grad);
+  }
+  out.redo = reducer_->redo();
+  if (out.redo) {
+    ++redos_;
+    return out;
+  }
+  // Per-rank normalisation divides each rank's sums by its own count before the (exact or
+  // fast) sum over ranks; global divides the global sums by the global count.
+  const bool per_rank = o_.per_rank_loss;
+  double sums[2];
+  {
+    AddSeconds in_comm(comm_s_);
+    if (reducer_->mode() == ReduceMode::exact) {
+      i128 v[2] = {ce_fx_, z_fx_};
+      if (per_rank)
+        for (int k = 0; k < 2; ++k)
+          v[k] = double_to_fixed(fixed_to_double(v[k]) / double(c.local), &loss_bad_);
+      const bool bad = comm_.any(loss_bad_);
+      comm_.allreduce(v, 2, Type::i128, Op::sum);
+      sums[0] = bad ? std::nan("") : fixed_to_double(v[0]);
+      sums[1] = bad ? std::nan("") : fixed_to_double(v[1]);
+    } else {
+      for (int k = 0; k < 2; ++k) sums[k] = per_rank ? sums_[k] / double(c.local) : sums_[k];
+      comm_.allreduce(sums, 2, Op::sum);
+    }
+  }
+  const double denom = per_rank ? double(comm_.world()) : double(c.total);
+  out.loss = sums[0] / denom;
+  out.z_sum = sums[1] / denom;
+  if (out.grad_nonfinite)
+    std::fill(out.grad, out.grad + out.n, std::numeric_limits<float>::quiet_NaN());
+  return out;
+}
+
+double DataParallel::grad_norm(const float* g, size_t n) { return reducer_->global_norm(g, n); }
+
+bool DataParallel::any_nonfinite(const float* g, size_t n) {
+  bool bad = false;
+  for (size_t i = 0; i < n && !bad; ++i) bad = !std::isfinite(g[i]);
+  return timed(comm_s_, [&] { return comm_.any(bad); });
+}
+
+bool DataParallel::scales_known() const {
+  const auto& e = reducer_->scales().exponents();
+  return std::any_of(e.begin(), e.end(), [](int64_t x) { return x != 0; });
+}
+
+void DataParallel::end_step(bool applied) {
+  if (applied && !sharded_) reducer_->allgather(model_.params());
+}
+
+nlohmann::json DataParallel::state_json() const {
+  return nlohmann::json{{"scale_exponents", reducer_->scales().exponents()}};
+}
+
+void DataParallel::load_state_json(const nlohmann::json& j, const std::string& where) {
+  if (reducer_->mode() != ReduceMode::exact || !j.contains("scale_exponents")) return;
+  const nlohmann::json& e = j.at("scale_exponents");
+  if (!e.is_array() || e.size() != reducer_->scales().segments()) return;
+  std::vector<int64_t> v;
+  for (const nlohmann::json& x : e) {
+    OLMO_CHECK(x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= 254, where,
+               ": reduce.scale_exponents holds ", x.dump(),
+               " (an fp32 biased exponent in [0, 254] expected)");
+    v.push_back(x.get<int64_t>());
+  }
+  reducer_->set_scale_exponents(v);
+}
+
+}  // namespace olmo::dist
