@@ -179,6 +179,10 @@ int run_info(int argc, char** argv) {
               (long long)W);
   std::printf("  reduced-gradient shard %.2f GiB, exact accumulator %.2f GiB\n",
               gib(m.grad_shard), gib(m.reduce_accumulator));
+  if (exact)  // distributed/scaled_fixed.h: int64 per element, one scale per tensor
+    std::printf("  exact reduction: %.2f accumulator bytes per parameter beyond the fp32 gradient, "
+                "8 bytes per parameter on the wire (fast: 4)\n",
+                double(m.reduce_accumulator) / double(p.total));
   std::printf("  activations %s bytes/token stored + %s bytes/token scratch = %.2f GiB per "
               "micro-batch\n", commas(m.activations_per_token).c_str(),
               commas(m.scratch_per_token).c_str(), gib(m.activations));

@@ -236,11 +236,16 @@ void GradReducer::sharded_round(const float* g, size_t a, size_t b) {
   const bool whole = a == 0 && b == layout_.numel;
   if (whole) unite_touched();
   uint32_t flags = 0;
+  // The step's first whole-vector round adds to a zero accumulator: its own block is a plain
+  // conversion (no copy, no add).
+  const bool add_own = !(whole && fresh_);
+  if (whole) fresh_ = false;
   packed_reduce_scatter<int64_t>(
       Type::i64, travel(a, b, whole),
       [&](size_t r, size_t fa, size_t fb, int64_t* dst) {
-        if (r == me) std::copy(acc_.data() + (fa - mine), acc_.data() + (fb - mine), dst);
-        flags |= scales_.convert(dst, g + (fa - a), fa, fb, r == me, seen_);
+        const bool add = r == me && add_own;
+        if (add) std::copy(acc_.data() + (fa - mine), acc_.data() + (fb - mine), dst);
+        flags |= scales_.convert(dst, g + (fa - a), fa, fb, add, seen_);
       },
       [&](size_t fa, size_t fb, const int64_t* src) {
         std::copy(src, src + (fb - fa), acc_.data() + (fa - mine));

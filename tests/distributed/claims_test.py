@@ -99,6 +99,13 @@ def plan_cli(tmp):
         got = {key: j["memory"][key] for key in want}
         check(j["params_total"] == 112640 and got == want,
               f"olmo info --processes {n} --reduce {reduce} ({acc}, {k} micro-batches): {got}")
+    # The per-parameter figures the issue bounds (<= 8 B accumulator, 8 B wire), as printed.
+    for n, acc, want in (("1", "local", "8.00"), ("4", "local", "8.00"), ("4", "sharded", "2.00")):
+        text = olmo("info", "--config", os.path.join(hand, "config.json"), "--seq", "32",
+                    "--processes", n, "--exact-accumulator", acc, "--micro-batches", "2")
+        want_line = (f"exact reduction: {want} accumulator bytes per parameter beyond the fp32 "
+                     "gradient, 8 bytes per parameter on the wire (fast: 4)")
+        check(want_line in text, f"olmo info --processes {n} ({acc}): no line '{want_line}'")
     out = olmo("train", td.tiny_config(), "data.processes=2", "dist.reduce=exact",
                "dist.exact_accumulator=sharded", "--dry-run")
     line = next((l for l in out.splitlines() if l.startswith("plan bytes:")), "")
