@@ -22,8 +22,8 @@ inline constexpr const char* kAccumulatorSettingNames[] = {"auto", "local", "sha
 // local / sharded as given; auto (the default) picks local on one process (the same
 // memory either way) and otherwise sharded when it costs no extra
 // traffic (one micro-batch per rank per step: the same one reduce-scatter, 1/W the memory) or
-// when the world is large (world > kLocalAccumulatorMaxWorld: 16 B per parameter on every rank
-// would dwarf the ZeRO-sharded state; olmo3-7b at 64 ranks: 108.8 GiB local vs 1.7 GiB
+// when the world is large (world > kLocalAccumulatorMaxWorld: 8 B per parameter on every rank
+// would dwarf the ZeRO-sharded state; olmo3-7b at 64 ranks: 54.4 GiB local vs 0.85 GiB
 // sharded), local otherwise. The trainer also falls back to sharded when the local plan does
 // not fit the available memory. Either accumulator gives the same bits.
 constexpr int64_t kLocalAccumulatorMaxWorld = 8;

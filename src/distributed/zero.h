@@ -3,8 +3,10 @@
 //     ceil(P / W) rounded up to 16 elements (the last shards may be shorter or empty). Each rank
 //     keeps AdamW moments (ZeRO-1) and the reduced gradient (ZeRO-2) for its shard only.
 //   * GradReducer: turns every rank's full micro-batch gradients into the summed gradient of the
-//     rank's shard, with a bucketed, non-blocking reduce-scatter (buckets of S elements of every
-//     shard; bucket k+1 is converted/staged while bucket k is on the wire, two in flight).
+//     rank's shard, with a bucketed, non-blocking reduce-scatter (buckets of S packed elements
+//     of every shard: its elements without the input-embedding rows no rank touched (the row-
+//     sparse gradient, set_sparse_rows), in flat order; bucket k+1 is converted/staged while
+//     bucket k is on the wire, two in flight).
 //       exact: each micro-batch gradient is converted to int64 fixed point with one power-of-two
 //              scale per parameter tensor (scaled_fixed.h: the scales come from the previous
 //              step's max-reduced exponents, an overflow makes every rank redo the step) and
