@@ -35,13 +35,7 @@ TrainModule::TrainModule(model::Olmo3& model, dist::Communicator& comm, const Co
   lr0_ = cfg.optim.lr;
   skip_rule_ = cfg.optim.name == OptimizerKind::skip_step_adamw && cfg.optim.skip_step;
   schedule_ = optim::make_schedule(schedule_config(cfg));
-  dist::DataParallelOptions dp;
-  dp.reduce = o.reduce;
-  dp.exact_local = o.exact_local;
-  dp.bucket_elems = o.bucket_elems;
-  dp.zero_stage = o.zero_stage;
-  dp.per_rank_loss = o.per_rank_loss;
-  dp_ = std::make_unique<dist::DataParallel>(comm_, model_, dp);
+  dp_ = std::make_unique<dist::DataParallel>(comm_, model_, o.dp);
   const auto groups = param_groups(model_, cfg.optim);  // train/optimizer_setup.h
   const optim::AdamWConfig ac = adamw_config(cfg.optim);
   const size_t lo = dp_->shard_begin();

@@ -39,12 +39,10 @@ optim::ScheduleConfig schedule_config(const Config& c);
 
 struct TrainModuleOptions {
   int64_t micro_instances = 1;   // instances per micro-batch
-  bool per_rank_loss = false;    // trainer.loss_normalization resolved (see trainer_builder.h)
-  dist::ReduceMode reduce = dist::ReduceMode::exact;
-  bool exact_local = true;       // exact: local (true) or sharded accumulator
-  size_t bucket_elems = 0;       // reduce-scatter bucket, fp32 elements
   int64_t t_max = 0;             // of the LR schedule
-  int zero_stage = 2;            // 2: full parameters on every rank; 3: sharded (exact only)
+  // Reduction, accumulator, ZeRO stage and loss normalisation (trainer.loss_normalization
+  // resolved, see trainer_builder.h): the DataParallel object's settings.
+  dist::DataParallelOptions dp;
 };
 
 class TrainModule {

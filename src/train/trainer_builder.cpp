@@ -153,7 +153,7 @@ TrainerParts build_trainer_parts(Config cfg) {
   data::DatasetSpec spec = dataset_spec(cfg, uint32_t(mc.vocab_size));  // train/training_data.h
   const LossNormalization ln = cfg.trainer.loss_normalization;
   TrainModuleOptions o;
-  o.per_rank_loss = ln == LossNormalization::per_rank ||
+  o.dp.per_rank_loss = ln == LossNormalization::per_rank ||
                     (ln == LossNormalization::automatic && cfg.data.dataset == DatasetKind::packed_fsl);
   p.doc_mask = cfg.data.generate_doc_lengths;
   try {
@@ -178,11 +178,11 @@ TrainerParts build_trainer_parts(Config cfg) {
   p.model = std::make_unique<model::Olmo3>(mc, /*own_storage=*/cfg.dist.zero_stage != 3);
   p.flops_per_token = model::flops_per_token(mc, cfg.data.seq_len);
   o.micro_instances = micro_instances;
-  o.reduce = mode;
-  o.exact_local = exact_local;
-  o.bucket_elems = size_t(cfg.dist.bucket_mb) * (1u << 20) / sizeof(float);
+  o.dp.reduce = mode;
+  o.dp.exact_local = exact_local;
+  o.dp.bucket_elems = size_t(cfg.dist.bucket_mb) * (1u << 20) / sizeof(float);
   o.t_max = p.t_max;
-  o.zero_stage = int(cfg.dist.zero_stage);
+  o.dp.zero_stage = int(cfg.dist.zero_stage);
   p.module = std::make_unique<TrainModule>(*p.model, comm, cfg, o);
   p.module->shard_parameters();
   p.cfg = std::move(cfg);
