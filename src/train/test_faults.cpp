@@ -1,6 +1,10 @@
-// The OLMO_TEST_NAN / OLMO_TEST_KILL switches (see test_faults.h).
+// The OLMO_TEST_NAN / OLMO_TEST_KILL / OLMO_TEST_HOLD switches (see test_faults.h).
 #include "train/test_faults.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -16,11 +20,36 @@ namespace olmo::train {
 
 std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
   const char* kill = std::getenv("OLMO_TEST_KILL");
+  const char* hold = std::getenv("OLMO_TEST_HOLD");
   const char* spec = std::getenv("OLMO_TEST_NAN");
   const bool nan = spec && *spec;
-  if (!kill && !nan) return nullptr;
+  if (!kill && !hold && !nan) return nullptr;
   auto f = std::make_unique<TestFaults>();
   if (kill) f->kill_spec_ = kill;
+  if (hold && *hold) {
+    std::string rest = hold;
+    for (size_t at = 0; at <= rest.size();) {
+      const size_t end = std::min(rest.find(',', at), rest.size());
+      const std::string one = rest.substr(at, end - at);
+      at = end + 1;
+      char w[16] = {0};
+      int r = -1, n = 0;
+      long long s = -1;
+      Hold h;
+      bool ok = std::sscanf(one.c_str(), "%15[^:]:%d:%lld%n", w, &r, &s, &n) == 3;
+      if (ok && one[size_t(n)] == '+') h.or_later = true, ++n;
+      ok = ok && one[size_t(n)] == ':' && size_t(n) + 1 < one.size();
+      h.where = w;
+      OLMO_CHECK(ok && r >= 0 && s >= 0 &&
+                     (h.where == "start" || h.where == "step" || h.where == "ckpt"),
+                 "OLMO_TEST_HOLD = '", hold, "': expected WHERE:RANK:STEP[+]:FILE[,...] with "
+                 "WHERE start, step or ckpt (bad: '", one, "')");
+      h.rank = r;
+      h.step = s;
+      h.file = one.substr(size_t(n) + 1);
+      f->holds_.push_back(h);
+    }
+  }
   if (!nan) return f;
   OLMO_CHECK(cfg.allow_fault_injection, "OLMO_TEST_NAN = '", spec,
              "' is refused: it puts NaN/Inf into training on purpose (a test switch) and needs "
@@ -45,22 +74,35 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
   return f;
 }
 
-void TestFaults::maybe_kill(Trainer& t, const char* where) const {
-  if (kill_spec_.empty()) return;
+void TestFaults::at_point(Trainer& t, const char* where) const {
   char w[16] = {0};
   int r = -1;
   long long s = -1;
-  if (std::sscanf(kill_spec_.c_str(), "%15[^:]:%d:%lld", w, &r, &s) == 3 &&
+  if (!kill_spec_.empty() && std::sscanf(kill_spec_.c_str(), "%15[^:]:%d:%lld", w, &r, &s) == 3 &&
       std::string(w) == where && r == t.rank() && s == t.step()) {
     std::fprintf(stderr, "OLMO_TEST_KILL: rank %d kills itself at %s of step %lld\n", r, w, s);
     std::fflush(stderr);
     std::raise(SIGKILL);
   }
+  for (const Hold& h : holds_) {
+    if (h.where != where || h.rank != t.rank() || t.step() < h.step ||
+        (!h.or_later && t.step() != h.step))
+      continue;
+    const int fd = ::open(h.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) continue;  // passed once already (or FILE cannot be created: no hold)
+    const std::string line = cat(::getpid(), " ", where, " ", t.step(), "\n");
+    const bool wrote = ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+    ::close(fd);
+    std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d holds at %s of step %lld (%s%s)\n", t.rank(),
+                 where, (long long)t.step(), h.file.c_str(), wrote ? "" : ", short write");
+    std::fflush(stderr);
+    for (;;) ::pause();  // until a signal ends the process
+  }
 }
 
 void TestFaults::post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) {
   if (micro != 0) return;
-  maybe_kill(t, "step");
+  at_point(t, "step");
   if (!nan_active(t.step(), t.rank())) return;
   const float bad = nan_kind_.find("inf") != std::string::npos
                         ? std::numeric_limits<float>::infinity()

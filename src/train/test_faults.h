@@ -12,11 +12,19 @@
 //     first micro-batch of that step: post_backward), ckpt (its checkpoint shard data written,
 //     not yet committed: on_checkpoint_written) -- the crash tests of tests/distributed and the
 //     kill campaign of tests/train.
-// Cost: a few comparisons per step when set; nothing is installed when neither is set.
+//   OLMO_TEST_HOLD=<where>:<rank>:<step>[+]:<FILE>[,...]  that rank stops at the same named
+//     points, once: it creates FILE (O_EXCL; "pid where step") and then blocks until a signal
+//     ends it; where FILE exists already (a relaunch passing the point again) it goes on.
+//     <step>+ holds at the first such point at or after that step. A test waits for FILE and
+//     then kills what it wants (a whole host in tests/distributed/launch_netns_test.py) or lets
+//     a watchdog find the hung rank: the fault lands exactly there, never early or late as
+//     after a sleep. Several points: comma-separated (each with its own FILE).
+// Cost: a few comparisons per step when set; nothing is installed when none is set.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "train/callback.h"
 
@@ -26,17 +34,18 @@ struct Config;
 
 class TestFaults : public Callback {
  public:
-  // Parses both switches (an OLMO_TEST_NAN without allow_fault_injection is an error); null
-  // when neither is set.
+  // Parses the switches (an OLMO_TEST_NAN without allow_fault_injection is an error); null
+  // when none is set.
   static std::unique_ptr<TestFaults> from_env(const Config& cfg, int rank);
   std::string name() const override { return "test_faults"; }
-  void on_resume(Trainer& t) override { maybe_kill(t, "start"); }
+  void on_resume(Trainer& t) override { at_point(t, "start"); }
   void post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) override;
   void post_step(Trainer& t, const StepResult& r) override;
-  void on_checkpoint_written(Trainer& t) override { maybe_kill(t, "ckpt"); }
+  void on_checkpoint_written(Trainer& t) override { at_point(t, "ckpt"); }
 
  private:
-  void maybe_kill(Trainer& t, const char* where) const;
+  // OLMO_TEST_KILL / OLMO_TEST_HOLD at the named point `where` of the current step.
+  void at_point(Trainer& t, const char* where) const;
   bool nan_active(int64_t step, int rank) const {
     return !nan_kind_.empty() && rank == nan_rank_ && step >= nan_step_ &&
            step < nan_step_ + nan_count_;
@@ -45,6 +54,13 @@ class TestFaults : public Callback {
   int64_t nan_step_ = 0, nan_count_ = 1;
   int nan_rank_ = 0;
   std::string kill_spec_;  // "" = off
+  struct Hold {
+    std::string where, file;
+    int rank = 0;
+    int64_t step = 0;
+    bool or_later = false;  // <step>+
+  };
+  std::vector<Hold> holds_;
 };
 
 }  // namespace olmo::train
