@@ -13,6 +13,7 @@
 #include "train/callbacks.h"
 #include "train/config.h"
 #include "train/memory_plan.h"
+#include "train/preempt_stop.h"
 #include "train/resize_stop.h"
 #include "train/run_plan.h"
 #include "train/trainer.h"
@@ -104,7 +105,12 @@ int run_train(int argc, char** argv) {
         "A run dir holding a complete checkpoint is resumed from the newest one.\n"
         "Data parallel: mpirun -np N build/olmo train CONFIG (any N that divides the\n"
         "micro-batches of a step; dist.reduce=exact gives the same bits for every N).\n"
-        "  --dry-run   print the resolved config, parameters, memory plan and steps; no training\n");
+        "SIGTERM, SIGINT or SIGUSR1 (a scheduler's preemption notice) stops the run after the\n"
+        "current step with a checkpoint of it.\n"
+        "  --dry-run   print the resolved config, parameters, memory plan and steps; no training\n"
+        "exit codes: 0 done (or stopped for a resize by olmo launch), 1 error, %d preempted:\n"
+        "  a checkpoint of the stop step was written; the same command resumes from it\n",
+        train::kExitPreempted);
     return a.has("--help") ? 0 : 1;
   }
   a.finish({"--dry-run"});
@@ -117,6 +123,7 @@ int run_train(int argc, char** argv) {
   train::Trainer t(c);
   train::add_default_callbacks(t);
   train::add_resize_stop(t);  // only under `olmo launch` (OLMO_RESIZE_REQUEST)
+  train::add_preempt_stop(t);  // SIGTERM / SIGINT / SIGUSR1: checkpoint, exit kExitPreempted
   try {
     t.fit();
   } catch (const train::ResizeStop& s) {
@@ -124,6 +131,11 @@ int run_train(int argc, char** argv) {
       std::printf("train: stopped at step %lld for a resize by olmo launch (checkpoint %s/step%lld)\n",
                   (long long)s.step, t.run_dir().c_str(), (long long)s.step);
     return 0;
+  } catch (const train::Preempted& p) {
+    if (t.rank() == 0)
+      std::printf("train: preempted: stopped after step %lld, checkpoint %s (exit %d; the same "
+                  "command resumes)\n", (long long)p.step, p.checkpoint.c_str(), train::kExitPreempted);
+    return train::kExitPreempted;
   }
   if (t.rank() == 0)
     std::printf("train: done at step %lld (%s tokens seen); run dir %s\n", (long long)t.step(),

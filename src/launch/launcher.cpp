@@ -22,7 +22,9 @@
 #include "launch/hosts.h"
 #include "launch/process.h"
 #include "launch/run_watch.h"
+#include "launch/slurm.h"
 #include "train/config.h"
+#include "train/preempt_stop.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -31,8 +33,11 @@ namespace olmo::launch {
 
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_signal(int s) { g_signal = s; }
+volatile std::sig_atomic_t g_signal = 0, g_signals = 0;  // the last signal, how many
+extern "C" void on_signal(int s) {
+  g_signal = s;
+  g_signals = g_signals + 1;
+}
 
 double wall_s() {
   using namespace std::chrono;
@@ -45,6 +50,7 @@ class Launcher {
  public:
   explicit Launcher(const LaunchOptions& o);
   int run();
+  int dry_run();
 
  private:
   void event(const std::string& name, json j);
@@ -58,6 +64,9 @@ class Launcher {
   void wait_lock(double wait_s);
   std::vector<std::string> job_argv(const std::vector<Host>& hosts, int world) const;
   std::string lost_summary() const;
+  // A job ended with train::kExitPreempted (or a signal came between jobs): requeue the Slurm
+  // job, log, return kExitPreempted; nothing is restarted.
+  int preempted(int attempt, int world, int64_t last_step);
 
   LaunchOptions o_;
   std::string run_dir_, request_, agent_;
@@ -65,16 +74,38 @@ class Launcher {
   std::vector<Host> last_config_;
   std::vector<std::pair<std::string, std::string>> lost_;  // host, why (last probe)
   std::optional<ckpt::RunDirLock> launch_lock_;
+  std::optional<SlurmAllocation> slurm_;
 };
 
 Launcher::Launcher(const LaunchOptions& o) : o_(o) {
   const int sources = (o_.np > 0) + !o_.hosts.empty() + !o_.hostfile.empty();
-  OLMO_CHECK(sources == 1, "give exactly one of --np N, --hosts H:S,... or --hostfile FILE");
+  if (o_.slurm) {
+    OLMO_CHECK(sources == 0, "--slurm takes the slots from the allocation: give no --np, --hosts "
+               "or --hostfile with it");
+    slurm_ = read_allocation(o_.scontrol);
+    // Threads per rank: the allocation's CPUs per task, never more (no oversubscription).
+    const int c = slurm_->cpus_per_task;
+    bool given = false;
+    for (const std::string& kv : o_.overrides)
+      if (kv.rfind("trainer.threads=", 0) == 0) {
+        given = true;
+        const std::string v = kv.substr(16);
+        OLMO_CHECK(v == "0" || (std::atoi(v.c_str()) >= 1 && std::atoi(v.c_str()) <= c), "'", kv,
+                   "' asks for more threads per rank than the allocation's ", c,
+                   " CPU(s) per task (SLURM_CPUS_PER_TASK): use at most ", c,
+                   " or leave it out (olmo launch then sets trainer.threads=", c, ")");
+      }
+    if (!given) o_.overrides.push_back(cat("trainer.threads=", c));
+  } else {
+    OLMO_CHECK(sources == 1, "give exactly one of --np N, --hosts H:S,... or --hostfile FILE "
+               "(or run inside a Slurm allocation: --slurm)");
+  }
   OLMO_CHECK(o_.min_np >= 1, "--min-np must be >= 1, got ", o_.min_np);
   OLMO_CHECK(o_.max_failures >= 1, "--max-failures must be >= 1, got ", o_.max_failures);
   OLMO_CHECK(o_.poll_s > 0 && o_.probe_interval_s > 0 && o_.probe_timeout_s > 0,
              "--poll, --probe-interval and --probe-timeout must be > 0");
-  agent_ = o_.rsh_agent.empty() ? "ssh -o BatchMode=yes -o ConnectTimeout=5" : o_.rsh_agent;
+  agent_ = slurm_ ? srun_probe_agent(o_.srun)
+         : o_.rsh_agent.empty() ? "ssh -o BatchMode=yes -o ConnectTimeout=5" : o_.rsh_agent;
   // The run as every job will see it: validated here so that a bad config fails once, clearly,
   // instead of failing max_failures jobs.
   train::Config c = train::load_config(o_.config, o_.overrides);
@@ -93,7 +124,7 @@ Launcher::Launcher(const LaunchOptions& o) : o_(o) {
   if (save_interval_ <= 0)
     note("warning: trainer.save_interval is 0: a failed job restarts from the beginning and the "
          "job never grows (it has no checkpoint boundary)");
-  launch_lock_.emplace(run_dir_, ".launch.lock");
+  if (!o_.dry_run) launch_lock_.emplace(run_dir_, ".launch.lock");
 }
 
 void Launcher::event(const std::string& name, json j) {
@@ -107,6 +138,7 @@ void Launcher::event(const std::string& name, json j) {
 }
 
 std::vector<Host> Launcher::configured() {
+  if (slurm_) return live_hosts(o_.scontrol, *slurm_);
   if (o_.np > 0) return {{"localhost", o_.np}};
   if (!o_.hosts.empty()) return parse_host_list(o_.hosts, "--hosts");
   try {
@@ -196,6 +228,11 @@ void Launcher::wait_lock(double wait_s) {
 }
 
 std::vector<std::string> Launcher::job_argv(const std::vector<Host>& hosts, int world) const {
+  if (slurm_) {
+    std::vector<std::string> cmd = {o_.olmo_exe, "train", o_.config};
+    cmd.insert(cmd.end(), o_.overrides.begin(), o_.overrides.end());
+    return srun_argv(o_.srun, o_.srun_args, hosts, world, slurm_->cpus_per_task, cmd);
+  }
   std::vector<std::string> a = {o_.mpirun};
   a.insert(a.end(), o_.mpi_args.begin(), o_.mpi_args.end());
   if (!o_.rsh_agent.empty()) a.insert(a.end(), {"--mca", "plm_rsh_agent", o_.rsh_agent});
@@ -205,7 +242,50 @@ std::vector<std::string> Launcher::job_argv(const std::vector<Host>& hosts, int 
   return a;
 }
 
+int Launcher::dry_run() {
+  const std::vector<Host> all = configured();
+  const int world = world_for(all, false, "dry run");
+  if (slurm_)
+    std::printf("Slurm job %s: nodes %s (%s), %d CPU%s per task -> trainer.threads=%d per rank\n",
+                slurm_->job_id.c_str(), slurm_->nodelist.c_str(), host_list_string(slurm_->hosts).c_str(),
+                slurm_->cpus_per_task, slurm_->cpus_per_task == 1 ? "" : "s", slurm_->cpus_per_task);
+  std::printf("slots: %s (%d; not probed)\n", host_list_string(all).c_str(), total_slots(all));
+  std::printf("world: %d process%s (the largest count <= the slots that divides the %lld "
+              "micro-batches of a step)%s\n", world, world == 1 ? "" : "es",
+              (long long)micro_batches_, world < o_.min_np ? cat("; below --min-np ", o_.min_np,
+              ": olmo launch would stop").c_str() : "");
+  const int64_t ck = newest_checkpoint(run_dir_);
+  std::printf("run dir: %s (%s)\n", run_dir_.c_str(),
+              ck >= 0 ? cat("resumes from step", ck).c_str() : "starts fresh");
+  std::printf("env: OLMO_RESIZE_REQUEST=%s OLMO_LAUNCH_JOB=0\ncommand:", request_.c_str());
+  for (const std::string& w : job_argv(take_slots(all, world), world)) std::printf(" %s", w.c_str());
+  std::printf("\n");
+  return 0;
+}
+
+int Launcher::preempted(int attempt, int world, int64_t last_step) {
+  const int64_t ck = newest_checkpoint(run_dir_);
+  event("preempted", {{"attempt", attempt}, {"world", world}, {"last_step", last_step},
+                      {"checkpoint_step", ck}, {"signal", int(g_signal)}});
+  note(cat("the job was preempted after step ", last_step, "; newest complete checkpoint: ",
+           ck >= 0 ? cat(run_dir_, "/step", ck) : std::string("none"), "; restarting nothing"));
+  if (slurm_ || in_slurm_allocation()) {
+    const std::string job = slurm_ ? slurm_->job_id : std::getenv("SLURM_JOB_ID");
+    if (!o_.requeue) {
+      event("requeue", {{"job", job}, {"done", false}, {"why", "--no-requeue"}});
+    } else {
+      const std::string err = requeue_job(o_.scontrol, job);
+      event("requeue", {{"job", job}, {"done", err.empty()}, {"why", err}});
+      note(err.empty() ? cat("Slurm job ", job, " requeued (scontrol requeue): it resumes from the "
+                             "newest checkpoint when it starts again")
+                       : cat("could not requeue Slurm job ", job, ": ", err));
+    }
+  }
+  return train::kExitPreempted;
+}
+
 int Launcher::run() {
+  if (o_.dry_run) return dry_run();
   std::vector<Host> avail = available({}, /*log=*/true);
   int world = world_for(avail, true, "start");
   {
@@ -219,6 +299,7 @@ int Launcher::run() {
   double t_down = -1;  // when the previous job ended (restart latency)
   std::vector<double> latencies;
   for (;; ++attempt) {
+    if (g_signals) return preempted(attempt, world, newest_checkpoint(run_dir_));
     wait_lock(attempt == 0 ? 0 : o_.lock_wait_s);
     std::error_code ec;
     fs::remove(request_, ec);
@@ -243,8 +324,16 @@ int Launcher::run() {
     std::vector<std::unique_ptr<Probe>> round;  // background probes in flight
     std::vector<Host> round_all, round_hosts;
     ExitStatus st;
+    int forwarded = 0;  // signals to the launcher handled so far
     while (!job.poll(&st)) {
-      if (g_signal) {
+      if (g_signals > forwarded && forwarded == 0) {
+        // Preemption: the ranks checkpoint at the next step boundary and exit kExitPreempted.
+        forwarded = g_signals;
+        ::kill(job.pid(), SIGUSR1);
+        event("signal", {{"signal", int(g_signal)}, {"forwarded", "SIGUSR1"}, {"step", watch.last_step()}});
+        note(cat("signal ", int(g_signal), " (", strsignal(g_signal), "): asked the job to checkpoint "
+                 "and stop (SIGUSR1 to ", job_argv(use, world)[0], "); a second signal stops it at once"));
+      } else if (g_signals > forwarded) {
         const int s = g_signal;
         job.stop(10.0);
         event("interrupted", {{"signal", s}});
@@ -317,6 +406,12 @@ int Launcher::run() {
     t_down = wall_s();
     const std::vector<double>& saves = watch.save_seconds();
     if (stalled) st = ExitStatus{};  // whatever mpirun said when stopped: a failure
+    if (st.code == train::kExitPreempted) return preempted(attempt, world, watch.last_step());
+    if (forwarded && !st.ok()) {
+      event("interrupted", {{"signal", int(g_signal)}, {"status", st.describe()}});
+      throw Error(cat("interrupted by signal ", int(g_signal), "; the job ended with ", st.describe(),
+                      " instead of a preemption checkpoint (exit ", train::kExitPreempted, ")"));
+    }
     if (st.ok() && fs::exists(request_ + ".done", ec)) {
       const int64_t step = std::stoll(read_file(request_ + ".done"));
       avail = available({}, true);
@@ -374,6 +469,7 @@ int run_launcher(const LaunchOptions& opt) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
   Launcher l(opt);
   return l.run();
 }

@@ -15,7 +15,16 @@
 //   * a job that makes no progress for stall_timeout_s (a hung host or rank) is stopped and
 //     counts as failed;
 //   * it stops with an error after max_failures failed jobs, when the slots fall below min_np,
-//     or when the run dir is locked by a live job.
+//     or when the run dir is locked by a live job;
+//   * inside a Slurm allocation (src/launch/slurm.h) the slots are the allocation's and each
+//     job is a `srun --mpi=pmix` step with the allocation's CPUs per task as threads per rank;
+//   * preemption: SIGTERM, SIGINT or SIGUSR1 to the launcher is forwarded to the job as
+//     SIGUSR1 (mpirun and srun both pass it on to every rank; mpirun would kill the ranks on a
+//     SIGTERM); the ranks checkpoint at the next step boundary and exit with
+//     train::kExitPreempted (src/train/preempt_stop.h). A job ending with that code (also when
+//     Slurm signalled the ranks directly) is not restarted: the launcher runs
+//     `scontrol requeue $SLURM_JOB_ID` inside a Slurm job and exits with kExitPreempted. A
+//     second signal stops the job at once (SIGTERM, then SIGKILL).
 // With dist.reduce=exact every world size computes the same bits, so a run that was resized
 // any number of times ends bitwise equal to one that never was (tests/distributed/launch_*).
 #pragma once
@@ -43,10 +52,18 @@ struct LaunchOptions {
   // A job without a new train record for this long is stopped and counted as failed (a host
   // cut off without its processes dying never ends the job by itself); 0 = never.
   double stall_timeout_s = 0;
+  // Slurm (the slots of the allocation; see slurm.h). Set by `olmo launch --slurm`, or when no
+  // slot option is given inside an allocation.
+  bool slurm = false;
+  std::string srun = "srun", scontrol = "scontrol";
+  std::vector<std::string> srun_args;  // extra srun arguments
+  bool requeue = true;                 // scontrol requeue after a preemption (Slurm only)
+  bool dry_run = false;                // print the slots, world size and job command; run nothing
 };
 
-// Runs until the training run finishes (returns 0). Throws olmo::Error with the reason when it
-// gives up (failures, too few slots, a locked run dir, bad input).
+// Runs until the training run finishes (returns 0) or was preempted (returns
+// train::kExitPreempted: a checkpoint was written, the Slurm job requeued). Throws olmo::Error
+// with the reason when it gives up (failures, too few slots, a locked run dir, bad input).
 int run_launcher(const LaunchOptions& opt);
 
 }  // namespace olmo::launch

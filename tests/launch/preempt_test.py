@@ -1,0 +1,104 @@
+"""Preemption without a scheduler (issue 37 item 3, the part issue 39 builds on): a signal stops
+the run at the next step boundary with a checkpoint of that step, exit 4 ("preempted"), and the
+same command resumes bitwise equal to an uninterrupted run (every tensor, state section and
+per-step record, each step once; `olmo ckpt verify`):
+1. SIGTERM to a one-process `olmo train`;
+2. SIGTERM to `olmo launch --np 2` (mpirun): the launcher forwards SIGUSR1 through mpirun to both
+   ranks, exits 4 and starts nothing (no second launch, no requeue outside Slurm);
+3. SIGTERM to one rank only (rank 1) under `olmo launch --np 2`: the per-step collective stops
+   rank 0 at the same step; the launcher sees exit 4 from mpirun and restarts nothing.
+The checkpoint interval (5) is chosen so that the stop step usually has no interval checkpoint
+(the one written for the stop is exercised; the output says which).
+Env: OLMO_BIN, OLMO_MPIRUN, OLMO_SOURCE_DIR. Exit 0 = pass.
+"""
+import os
+import signal
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurm_util as su  # noqa: E402  (pin_binary, check, the tests/distributed helpers)
+
+STEPS = 20
+SAVE = 5
+AFTER = 3  # the signal comes once this step is recorded
+
+
+def env():
+    e = su.job_env()
+    for k in [k for k in e if k.startswith("SLURM_")]:
+        del e[k]
+    return e
+
+
+def stop_record(du, run):
+    return [r for r in du.td.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
+
+
+def finish_and_compare(du, lu, name, cmd, run, ref, log):
+    with open(log, "a") as out:
+        p = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env(), timeout=240)
+    su.check(p.returncode == 0, f"{name}: the resumed run exited {p.returncode}: {open(log).read()[-2000:]}")
+    su.equal_to_reference(lu, run, ref, STEPS, f"{name}, resumed")
+
+
+def case(du, lu, tmp, data, ref, name, cmd, target):
+    """Starts cmd, signals target(proc, run) after step AFTER, checks exit 4 and the stop."""
+    run = os.path.join(tmp, name)
+    cmd = [*cmd, du.td.tiny_config(), *lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"])]
+    log = os.path.join(tmp, f"{name}.log")
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env())
+        lu.wait_for(lambda: lu.last_train_step(run) >= AFTER, 120, f"{name}: step {AFTER}", proc)
+        what = target(proc, run)
+        at = lu.last_train_step(run)
+        rc = proc.wait(timeout=120)
+    text = open(log).read()
+    stops = stop_record(du, run)
+    ok = su.check(rc == 4 and len(stops) == 1, f"{name}: exit {rc}, stop records {stops}: {text[-2000:]}")
+    if ok:
+        s = stops[0]["step"]
+        su.check(s >= at and s < STEPS and stops[0]["checkpoint"].endswith(f"/step{s}")
+                 and os.path.isdir(os.path.join(run, f"step{s}")),
+                 f"{name}: stop {stops[0]} after step {at}: no checkpoint of the stop step")
+        print(f"{name}: {what} after step {at}: exit 4, stopped after step {s} with checkpoint step{s} "
+              f"({'the interval one' if s % SAVE == 0 else 'written for the stop'})", flush=True)
+    return run, cmd, log
+
+
+def body(tmp, du, lu):
+    exe = su.olmo_bin()
+    data, ref = su.reference(du, lu, tmp, STEPS, [f"trainer.save_interval={SAVE}"])
+
+    def term(proc, run):
+        proc.send_signal(signal.SIGTERM)
+        return f"SIGTERM to pid {proc.pid}"
+
+    # 1. olmo train, one process
+    run, cmd, log = case(du, lu, tmp, data, ref, "train", [exe, "train"], term)
+    finish_and_compare(du, lu, "train", cmd, run, ref, log)
+
+    # 2. olmo launch --np 2: SIGTERM to the launcher
+    launch = [exe, "launch", "--np", "2", "--mpirun", du.MPIRUN, "--mpi-args", lu.MPI_ARGS,
+              "--poll", "0.05"]
+    run, cmd, log = case(du, lu, tmp, data, ref, "launcher", launch, term)
+    sig, pre = lu.events(run, "signal"), lu.events(run, "preempted")
+    su.check(len(sig) == 1 and sig[0]["forwarded"] == "SIGUSR1" and len(pre) == 1
+             and len(lu.events(run, "launch")) == 1 and not lu.events(run, "requeue"),
+             f"launcher: events signal {sig}, preempted {pre}, launches {lu.events(run, 'launch')}")
+    finish_and_compare(du, lu, "launcher", cmd, run, ref, log)
+
+    # 3. olmo launch --np 2: SIGTERM to rank 1 only
+    def rank1(proc, run):
+        pid = lu.rank_pids(run)[1]
+        os.kill(pid, signal.SIGTERM)
+        return f"SIGTERM to rank 1 (pid {pid})"
+
+    run, cmd, log = case(du, lu, tmp, data, ref, "rank", launch, rank1)
+    su.check(len(lu.events(run, "preempted")) == 1 and len(lu.events(run, "launch")) == 1
+             and not lu.events(run, "failure"),
+             f"rank: events {lu.events(run)}")
+    finish_and_compare(du, lu, "rank", cmd, run, ref, log)
+
+if __name__ == "__main__":
+    sys.exit(su.test_main("olmo_preempt_", body, slurm=False))

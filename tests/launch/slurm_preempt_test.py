@@ -1,0 +1,79 @@
+"""`olmo launch` under a real Slurm, preemption (issue 39 item 3, issue 37 item 3): a 2-task
+sbatch job (--requeue) on a one-node Slurm started by the test (slurm_util.py) gets USR1 in the
+middle of the run, as `sbatch --signal=USR1@T` / `--signal=B:USR1@T` deliver it before a time
+limit or preemption:
+1. `scancel --signal=USR1 JOB`: Slurm signals the step's tasks (the ranks) directly;
+2. `scancel --batch --signal=USR1 JOB`: Slurm signals the batch shell (here `exec olmo launch`),
+   which forwards it to the ranks through srun.
+Either way the ranks checkpoint the step they are in and exit 4 (preempted), the launcher
+restarts nothing, runs `scontrol requeue`, Slurm starts the job again (Restarts=1) and the
+launcher resumes from that checkpoint; the run ends bitwise equal to a plain uninterrupted
+`olmo train` (every tensor, state section and per-step record, each step once).
+Skips (exit 77) naming the missing package where Slurm or munge is not installed.
+Env: OLMO_BIN, OLMO_SOURCE_DIR. Exit 0 = pass.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import slurm_util as su  # noqa: E402
+
+STEPS = 20  # ~0.1 s a step on 2 tasks: the signal lands well before the end
+SIGNAL_AFTER = 3  # step recorded before the signal
+SAVE = 5  # checkpoint interval: the stop step (4 or so) needs a checkpoint of its own
+
+
+def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher):
+    run = os.path.join(tmp, name)
+    cfg = du.td.tiny_config()
+    script = su.job_script(os.path.join(tmp, f"{name}.sh"), 2,
+                           [su.launch_line(cfg, lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"]),
+                                           ["--poll", "0.05"])],
+                           ["#SBATCH --requeue"])
+    t0 = time.time()
+    job = c.sbatch(script, ["-D", tmp], env=su.job_env())
+    lu.wait_for(lambda: lu.last_train_step(run) >= SIGNAL_AFTER, 120, f"{name}: step {SIGNAL_AFTER}")
+    c.run(["scancel", *scancel_args, "--signal=USR1", job])
+    at = lu.last_train_step(run)
+    print(f"{name}: scancel {' '.join(scancel_args)} --signal=USR1 after step {at}", flush=True)
+    j = c.wait_job(job, 240)
+    secs = time.time() - t0
+    out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
+    print(f"{name}: job {job} {j.get('JobState')} exit {j.get('ExitCode')} restarts "
+          f"{j.get('Restarts')} in {secs:.1f} s", flush=True)
+    ok = su.check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0"
+                  and j.get("Restarts") == "1", f"{name}: job {j}\n{out[-3000:]}")
+    stops = [r for r in du.td.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
+    pre, req = lu.events(run, "preempted"), lu.events(run, "requeue")
+    launches, fails = lu.events(run, "launch"), lu.events(run, "failure")
+    su.check(len(stops) == 1 and len(pre) == 1 and len(req) == 1 and req[0]["done"] and not fails,
+             f"{name}: preempt_stop records {stops}, preempted {pre}, requeue {req}, failures {fails}")
+    got = lu.events(run, "signal")
+    if via_launcher:
+        su.check(len(got) == 1 and got[0]["forwarded"] == "SIGUSR1",
+                 f"{name}: the launcher did not forward the signal: {got}")
+    print(f"{name}: the launcher {'got the signal and forwarded it' if got else 'got no signal'}; "
+          f"the ranks exited {4} (preempted)", flush=True)
+    if stops:
+        s = stops[0]["step"]
+        su.check(stops[0]["checkpoint"].endswith(f"/step{s}") and s >= at,
+                 f"{name}: the stop record names no checkpoint of its step: {stops[0]}, signal after {at}")
+        su.check(len(launches) == 2 and launches[1]["checkpoint_step"] == s,
+                 f"{name}: the requeued job did not resume from step{s}: {launches}")
+        how = "the interval checkpoint" if s % SAVE == 0 else "written for the stop"
+        print(f"{name}: stopped after step {s} with checkpoint step{s} ({how}; signal {stops[0]['signal']}); "
+              f"requeued; resumed from step{launches[-1]['checkpoint_step']}", flush=True)
+    if ok:
+        su.equal_to_reference(lu, run, ref, STEPS, name)
+
+
+def body(tmp, du, lu):
+    data, ref = su.reference(du, lu, tmp, STEPS, [f"trainer.save_interval={SAVE}"])
+    with su.Cluster(tmp) as c:
+        preempt_case(c, du, lu, tmp, data, ref, "tasks", [], False)
+        preempt_case(c, du, lu, tmp, data, ref, "batch", ["--batch"], True)
+
+
+if __name__ == "__main__":
+    sys.exit(su.test_main("olmo_slurm_preempt_", body))
