@@ -49,6 +49,10 @@ class Communicator {
   // holds every block.
   virtual Request iallgatherv(void* buf, const std::vector<size_t>& counts,
                               const std::vector<size_t>& displs, Type t) = 0;
+  // Point to point (tag: the gradient stream's, grad_stream.h): buf[n] to / from rank peer.
+  // Messages between two ranks match in posting order. The one-process communicator has no peer.
+  virtual Request isend(const void* buf, size_t n, Type t, int peer) = 0;
+  virtual Request irecv(void* buf, size_t n, Type t, int peer) = 0;
   virtual void wait(Request& r) = 0;
   virtual bool test(Request& r) = 0;
   virtual void broadcast(void* buf, size_t bytes, int root) = 0;

@@ -103,7 +103,7 @@ void DataParallel::begin_pass(const Counts& c) {
   loss_bad_ = false;
 }
 
-void DataParallel::before_micro_batch(int64_t i) {
+void DataParallel::before_micro_batch(int64_t i, bool last) {
   // exact: every micro-batch's gradient is converted on its own, so the model's fp32 gradient
   // starts from zero each time (fast accumulates across micro-batches in place).
   if (reducer_->mode() == ReduceMode::exact && i > 0 && !sharded_) {
@@ -111,10 +111,22 @@ void DataParallel::before_micro_batch(int64_t i) {
     model_.zero_grad();
     if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
   }
+  // Overlap: each unit's gradient of the last micro-batch goes on the wire as the backward
+  // finishes it (exact: converted first); the exchange completes in reduce().
+  streaming_ = last && o_.overlap && !sharded_ && reducer_->can_stream();
+  if (streaming_) reducer_->begin_stream(model_.grads());
+}
+
+void DataParallel::unit_grad_done(size_t a, size_t b) {
+  if (!streaming_) return;
+  ProfileOutsideComm prof(reducer_->mode() == ReduceMode::exact ? "exact_convert" : "reduce_post",
+                          *this);
+  reducer_->stream_range(a, b);
 }
 
 void DataParallel::after_micro_batch(const int32_t* tokens, int64_t n,
                                      const kernels::LossSums& s) {
+  streaming_ = false;
   reducer_->touch_rows(tokens, size_t(n));
   if (reducer_->mode() == ReduceMode::exact) {
     ce_fx_ += double_to_fixed(s.ce_sum, &loss_bad_);

@@ -10,7 +10,8 @@
 //   counts = count(targets)                      global target tokens and instances
 //   do {                                         (a redo repeats the passes: exact overflow)
 //     begin_pass(counts)
-//     per micro-batch i: before_micro_batch(i); model.forward_backward(...);
+//     per micro-batch i: before_micro_batch(i, last); model.forward_backward(...)
+//                        (calling unit_grad_done(a, b) per parameter unit);
 //                        after_micro_batch(tokens, n, sums)
 //     red = reduce(counts)                       this rank's shard of the summed gradient,
 //   } while (red.redo)                           the global loss sums, the non-finite flags
@@ -46,6 +47,7 @@ struct DataParallelOptions {
   size_t bucket_elems = 0;       // reduce-scatter bucket, fp32 elements
   int zero_stage = 2;            // 2: full parameters on every rank; 3: sharded (exact only)
   bool per_rank_loss = false;    // loss normalisation per rank (OLMo-core) instead of global
+  bool overlap = true;           // stream the last micro-batch's gradient during its backward
 };
 
 class DataParallel {
@@ -67,7 +69,12 @@ class DataParallel {
   float grad_scale(const Counts& c) const;
 
   void begin_pass(const Counts& c);
-  void before_micro_batch(int64_t i);
+  // last: this rank's last micro-batch of the pass (its gradient is reduced while its backward
+  // runs, when the options and the reduction allow: GradReducer::can_stream).
+  void before_micro_batch(int64_t i, bool last);
+  // The backward has finished the gradient of the flat range [a, b) (a parameter unit, in the
+  // model's order: Olmo3::set_grad_done_hook) for the current micro-batch.
+  void unit_grad_done(size_t a, size_t b);
   // tokens[n]: the micro-batch's input ids (the embedding rows its gradient touches).
   void after_micro_batch(const int32_t* tokens, int64_t n, const kernels::LossSums& s);
 
@@ -123,6 +130,7 @@ class DataParallel {
   i128 ce_fx_ = 0, z_fx_ = 0;       // exact: loss sums in fixed point
   double sums_[2] = {0, 0};         // fast: loss sums
   bool loss_bad_ = false;
+  bool streaming_ = false;          // this micro-batch's units are reduced as they finish
   double comm_s_ = 0;
   int64_t redos_ = 0;
 };

@@ -47,10 +47,15 @@ class LocalCommunicator final : public Communicator {
                       Type) override {
     return {};
   }
+  Request isend(const void*, size_t, Type, int peer) override { no_peer(peer); }
+  Request irecv(void*, size_t, Type, int peer) override { no_peer(peer); }
   void wait(Request& r) override { r.done = true; }
   bool test(Request& r) override { return r.done = true; }
   void broadcast(void*, size_t, int) override {}
   void barrier() override {}
+  [[noreturn]] static void no_peer(int peer) {
+    throw Error(cat("point-to-point message to rank ", peer, " in a one-process run"));
+  }
   [[noreturn]] void abort(int code) override {
     std::fflush(stderr);
     std::_Exit(code);

@@ -114,6 +114,21 @@ class MpiCommunicator final : public Communicator {
     return track(st);
   }
 
+  Request isend(const void* buf, size_t n, Type t, int peer) override {
+    auto* st = new Pending;
+    st->local_sum = false;
+    st->reqs.resize(1);
+    MPI_Isend(buf, count(n), dtype(t), peer, kTagStream, MPI_COMM_WORLD, st->reqs.data());
+    return track(st);
+  }
+  Request irecv(void* buf, size_t n, Type t, int peer) override {
+    auto* st = new Pending;
+    st->local_sum = false;
+    st->reqs.resize(1);
+    MPI_Irecv(buf, count(n), dtype(t), peer, kTagStream, MPI_COMM_WORLD, st->reqs.data());
+    return track(st);
+  }
+
   void wait(Request& r) override {
     if (r.done) return;
     auto* st = static_cast<Pending*>(r.impl);
@@ -141,7 +156,8 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  static constexpr int kTagReduceScatter = 4101, kTagAllgather = 4102;
+  static constexpr int kTagReduceScatter = 4101, kTagAllgather = 4102,
+                       kTagStream = 4103;
   // A non-blocking collective in flight: its point-to-point requests, and for a reduce-scatter
   // the staging of the other ranks' blocks, reduced into recv on completion.
   struct Pending {

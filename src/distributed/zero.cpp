@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/timer.h"
 #include "distributed/exact_norm.h"
+#include "distributed/grad_stream.h"
 #include "optim/grad_clip.h"
 
 namespace olmo::dist {
@@ -76,8 +77,14 @@ GradReducer::GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size
   }
 }
 
+GradReducer::~GradReducer() = default;
+
+double GradReducer::comm_seconds() const {
+  return comm_s_ + (stream_ ? stream_->comm_seconds() : 0.0);
+}
+
 size_t GradReducer::buffer_bytes() const {
-  size_t b = acc_.size() * sizeof(int64_t);
+  size_t b = acc_.size() * sizeof(int64_t) + (stream_ ? stream_->buffer_bytes() : 0);
   for (int s = 0; s < 2; ++s)
     b += (stage_i_[s].size() + recv_i_[s].size()) * sizeof(int64_t) +
          (stage_f_[s].size() + recv_f_[s].size()) * sizeof(float);
@@ -94,6 +101,7 @@ void GradReducer::begin_step(int64_t global_instances) {
   fresh_ = true;
   flags_ = 0;
   redo_ = false;
+  streamed_ = false;
   std::fill(touched_.begin(), touched_.end(), uint8_t(0));
 }
 
@@ -256,6 +264,10 @@ void GradReducer::sharded_round(const float* g, size_t a, size_t b) {
 
 void GradReducer::add_micro_batch(const float* g) {
   if (mode_ != ReduceMode::exact) return;
+  if (streamed_) {  // converted unit by unit during the backward (stream_range)
+    fresh_ = false;
+    return;
+  }
   if (local_) {  // sum locally; one reduce-scatter in finish()
     flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_);
     fresh_ = false;
@@ -264,31 +276,37 @@ void GradReducer::add_micro_batch(const float* g) {
   sharded_round(g, 0, layout_.numel);
 }
 
+int GradReducer::agree_scales() {
+  // One max-reduce carries both flags and every segment's largest exponent: the overflow
+  // decision and the next scales are then the same on every rank (global-batch properties).
+  std::vector<int64_t> v(seen_.size() + 2);
+  v[0] = (flags_ & kOverflow) ? 1 : 0;
+  v[1] = (flags_ & kNonFinite) ? 1 : 0;
+  std::copy(seen_.begin(), seen_.end(), v.begin() + 2);
+  timed(comm_s_, [&] { comm_.allreduce(v.data(), v.size(), Type::i64, Op::max); });
+  const bool overflow = v[0] != 0, nonfinite = v[1] != 0;
+  // Next scales: this step's exponents, decaying by at most one binade per step (a tensor
+  // whose gradient is zero for a step keeps a usable scale).
+  std::vector<int64_t> next(scales_.segments());
+  for (size_t s = 0; s < next.size(); ++s)
+    next[s] = std::max<int64_t>(v[s + 2], std::max<int64_t>(0, scales_.exponents()[s] - 1));
+  if (nonfinite || overflow) {
+    scales_.set_exponents(next);
+    redo_ = overflow && !nonfinite;
+    return nonfinite ? 1 : 2;
+  }
+  next_exponents_ = std::move(next);  // set after the rounding, which uses this step's
+  return 0;
+}
+
 bool GradReducer::finish(const float* g, float* shard) {
   const size_t W = layout_.world;
   redo_ = false;
+  if (streamed_) return finish_streamed(shard);
   if (mode_ == ReduceMode::exact) {
     if (local_ && fresh_)  // no micro-batch this step: sum 0
       std::fill(acc_.begin(), acc_.begin() + layout_.numel, int64_t(0));
-    // One max-reduce carries both flags and every segment's largest exponent: the overflow
-    // decision and the next scales are then the same on every rank (global-batch properties).
-    std::vector<int64_t> v(seen_.size() + 2);
-    v[0] = (flags_ & kOverflow) ? 1 : 0;
-    v[1] = (flags_ & kNonFinite) ? 1 : 0;
-    std::copy(seen_.begin(), seen_.end(), v.begin() + 2);
-    timed(comm_s_, [&] { comm_.allreduce(v.data(), v.size(), Type::i64, Op::max); });
-    const bool overflow = v[0] != 0, nonfinite = v[1] != 0;
-    // Next scales: this step's exponents, decaying by at most one binade per step (a tensor
-    // whose gradient is zero for a step keeps a usable scale).
-    std::vector<int64_t> next(scales_.segments());
-    for (size_t s = 0; s < next.size(); ++s)
-      next[s] = std::max<int64_t>(v[s + 2], std::max<int64_t>(0, scales_.exponents()[s] - 1));
-    if (nonfinite || overflow) {
-      scales_.set_exponents(next);
-      redo_ = overflow && !nonfinite;
-      return nonfinite;
-    }
-    next_exponents_ = std::move(next);  // after the rounding below, which uses this step's
+    if (const int verdict = agree_scales()) return verdict == 1;
   }
   if (mode_ == ReduceMode::exact && W > 1 && local_) {
     // One integer reduce-scatter of the local accumulators (without the embedding rows no rank
@@ -323,6 +341,105 @@ bool GradReducer::finish(const float* g, float* shard) {
         });
   }
   if (mode_ == ReduceMode::exact) scales_.set_exponents(next_exponents_);
+  return false;
+}
+
+bool GradReducer::can_stream() const {
+  return layout_.world > 1 && (mode_ == ReduceMode::fast || local_);
+}
+
+void GradReducer::begin_stream(float* g) {
+  OLMO_CHECK(can_stream(), "begin_stream: needs W > 1 and the local or fast reduction");
+  if (!stream_) {
+    // Chunks of the reduce-scatter bucket's size; 2 x (W - 1) of them in flight per rank.
+    const Type t = mode_ == ReduceMode::exact ? Type::i64 : Type::f32;
+    stream_ = std::make_unique<GradStream>(comm_, layout_, t, bucket_, 2 * (layout_.world - 1));
+  }
+  stream_g_ = g;
+  streamed_ = true;
+  stream_add_ = !fresh_;
+  if (mode_ == ReduceMode::exact) {
+    stream_->begin([this](size_t lo, size_t hi, const void* data) {
+      add_int64(acc_.data() + lo, static_cast<const int64_t*>(data), hi - lo);
+    });
+  } else {
+    stream_->begin([this](size_t lo, size_t hi, const void* data) {
+      const float* in = static_cast<const float*>(data);
+      float* out = stream_g_ + lo;
+      for (size_t i = 0; i < hi - lo; ++i) out[i] += in[i];
+    });
+  }
+}
+
+void GradReducer::stream_range(size_t a, size_t b) {
+  OLMO_CHECK(streamed_ && stream_->active(), "stream_range outside begin_stream .. finish");
+  const void* src = stream_g_;
+  if (mode_ == ReduceMode::exact) {
+    flags_ |= scales_.convert(acc_.data() + a, stream_g_ + a, a, b, stream_add_, seen_);
+    src = acc_.data();
+  }
+  // The row-sparse embedding waits for finish() (the union of the touched rows).
+  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  if (!sparse_rows_ || b <= ea || a >= eb) {
+    stream_->post(src, a, b);
+    return;
+  }
+  if (a < ea) stream_->post(src, a, ea);
+  if (eb < b) stream_->post(src, eb, b);
+}
+
+void GradReducer::stream_progress() {
+  if (streamed_ && stream_->active()) stream_->progress();
+}
+
+bool GradReducer::finish_streamed(float* shard) {
+  const bool exact = mode_ == ReduceMode::exact;
+  const size_t me = size_t(comm_.rank()), mine = layout_.begin(me);
+  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  unite_touched();
+  if (sparse_rows_) std::fill(shard, shard + shard_len(), 0.0f);
+  // The embedding's touched rows, as finish() reduces the whole vector (exact: the sums
+  // replace this rank's rows of the accumulator; fast: straight into the shard).
+  if (sparse_rows_ && exact) {
+    packed_reduce_scatter<int64_t>(
+        Type::i64, travel(ea, eb, true),
+        [&](size_t, size_t fa, size_t fb, int64_t* dst) {
+          std::copy(acc_.data() + fa, acc_.data() + fb, dst);
+        },
+        [&](size_t fa, size_t fb, const int64_t* src) {
+          std::copy(src, src + (fb - fa), acc_.data() + fa);
+        });
+  } else if (sparse_rows_) {
+    packed_reduce_scatter<float>(
+        Type::f32, travel(ea, eb, true),
+        [&](size_t, size_t fa, size_t fb, float* dst) {
+          std::memcpy(dst, stream_g_ + fa, (fb - fa) * sizeof(float));
+        },
+        [&](size_t fa, size_t fb, const float* src) {
+          std::memcpy(shard + (fa - mine), src, (fb - fa) * sizeof(float));
+        });
+  }
+  stream_->drain();  // the sink has added every other rank's part into acc_ / stream_g_
+  streamed_ = false;
+  if (exact) {
+    if (const int verdict = agree_scales()) return verdict == 1;
+  }
+  // This rank's shard without the untouched embedding rows (zero, filled above).
+  const TravelRuns runs = travel(mine, mine + shard_len(), true)[me];
+  runs.each(0, runs.total, [&](size_t fa, size_t fb, size_t) {
+    if (exact) {
+      scales_.to_float(shard + (fa - mine), acc_.data() + fa, fa, fb);
+      return;
+    }
+    // fast: the embedding's rows are in the shard already; the rest is the streamed sum.
+    const auto copy = [&](size_t x, size_t y) {
+      if (x < y) std::memcpy(shard + (x - mine), stream_g_ + x, (y - x) * sizeof(float));
+    };
+    if (!sparse_rows_) return copy(fa, fb);
+    copy(fa, std::min(fb, ea));
+    copy(std::max(fa, eb), fb);
+  });
+  if (exact) scales_.set_exponents(next_exponents_);
   return false;
 }
 

@@ -36,6 +36,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,12 +69,15 @@ struct TravelRuns {
   void each(size_t p, size_t q, F&& f) const;
 };
 
+class GradStream;
+
 class GradReducer {
  public:
   // bucket_elems: elements per bucket summed over all ranks (>= world). segments: the exact
   // mode's scale segments as bounds (0, ..., numel; e.g. the parameter tensors); empty = one.
   GradReducer(Communicator& comm, size_t numel, ReduceMode mode, size_t bucket_elems,
               bool local_accumulator = true, std::vector<size_t> segments = {});
+  ~GradReducer();
 
   const ShardLayout& layout() const { return layout_; }
   ReduceMode mode() const { return mode_; }
@@ -96,6 +100,20 @@ class GradReducer {
   // the scales are already raised to fit this step's gradients: run the step again from
   // begin_step). Either way the scales for the next step are set from this step's exponents.
   bool finish(const float* g, float* shard);
+
+  // Overlap (dist.overlap_reduce): the step's last micro-batch of this rank streams its
+  // gradient while the backward runs. Possible for W > 1 with the local exact accumulator or
+  // the fast reduction. begin_stream(g) before that micro-batch's backward (g[P]: the model's
+  // gradient buffer); stream_range(a, b) as the backward completes the unit [a, b) (exact:
+  // converts it into the accumulator; both: posts its reduce-scatter, grad_stream.h, except the
+  // row-sparse embedding, reduced in finish() once the touched rows are known);
+  // stream_progress() between units. add_micro_batch after a streamed micro-batch converts
+  // nothing more. finish() then completes the exchange; the result has the same bits as
+  // without the stream (the same integer sums; fast: the same summation order).
+  bool can_stream() const;
+  void begin_stream(float* g);
+  void stream_range(size_t a, size_t b);
+  void stream_progress();
   bool redo() const { return redo_; }
   // exact: the per-segment scale state (previous step's exponents), for the checkpoint.
   const SegmentScales& scales() const { return scales_; }
@@ -125,7 +143,7 @@ class GradReducer {
   // Bytes allocated for accumulators and staging (memory plan test).
   size_t buffer_bytes() const;
   // Seconds spent inside communication calls (waits, starts, allreduce) since construction.
-  double comm_seconds() const { return comm_s_; }
+  double comm_seconds() const;
 
  private:
   // nbuckets buckets of S elements per rank; my_len: the valid elements of this rank's slice.
@@ -136,6 +154,10 @@ class GradReducer {
   void unite_touched();  // union_ = the touched rows of every rank (collective)
   // The sharded accumulator's round for g = the micro-batch gradient of [a, b) (collective).
   void sharded_round(const float* g, size_t a, size_t b);
+  // exact: agrees the overflow / non-finite flags and the next scales over ranks (one
+  // max-reduce); returns 0 (go on), 1 (non-finite) or 2 (overflow: redo_ set).
+  int agree_scales();
+  bool finish_streamed(float* shard);
 
   Communicator& comm_;
   ShardLayout layout_;
@@ -155,6 +177,10 @@ class GradReducer {
   std::vector<uint8_t> touched_, union_;  // per sparse row: this rank's / any rank's
   bool local_ = true;   // exact: full-length local accumulator, one reduction per step
   bool fresh_ = true;   // local: no micro-batch added since begin_step (accumulator stale)
+  std::unique_ptr<GradStream> stream_;  // overlap: the exchange in flight during the backward
+  float* stream_g_ = nullptr;            // the streamed micro-batch's gradient buffer
+  bool streamed_ = false;                // this step's last micro-batch was streamed
+  bool stream_add_ = false;              // exact: its conversion adds (false: first, stores)
   double comm_s_ = 0;
 };
 

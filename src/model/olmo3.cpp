@@ -173,6 +173,7 @@ UnitGrad Olmo3::grad(int64_t u) {
 }
 void Olmo3::grad_done(int64_t u) {
   if (provider_) provider_->grad_done(u);
+  if (grad_hook_) grad_hook_(u, units_[size_t(u)].begin, units_[size_t(u)].end);
 }
 
 // ------------------------------------------------------------------------------ init / grads

@@ -37,6 +37,7 @@
 // unit's weights and takes each unit's gradient.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -101,6 +102,12 @@ class Olmo3 {
   // With a provider the starting weights go to the provider's storage: init_weights_range.
   void set_param_provider(ParamProvider* p);
   bool has_param_provider() const { return provider_ != nullptr; }
+  // Called with (unit, begin, end) each time the backward completes a unit's gradient for the
+  // micro-batch (after the provider's grad_done; param_units.h gives the order: the head, the
+  // blocks from the last, the embedding). The data-parallel reducer streams the gradient
+  // from here (distributed/grad_stream.h). Empty: none.
+  using GradDoneHook = std::function<void(int64_t unit, size_t begin, size_t end)>;
+  void set_grad_done_hook(GradDoneHook h) { grad_hook_ = std::move(h); }
 
   // Truncated normal N(0, 0.02^2) cut at +-3 sigma for every matrix (embedding, projections,
   // lm_head), 1 for every norm weight. Deterministic in `seed` (not torch's RNG stream), and
@@ -169,6 +176,7 @@ class Olmo3 {
   ParamLayout layout_;
   std::vector<UnitRange> units_;
   ParamProvider* provider_ = nullptr;
+  GradDoneHook grad_hook_;
   FloatBuffer params_, grads_;
   kernels::RopeTable rope_;       // plain RoPE
   kernels::RopeTable rope_yarn_;  // YaRN (when cfg_.yarn is enabled; layers per yarn_on_layer)

@@ -7,8 +7,13 @@
 //   on_start         fit() begins
 //   per step:  pre_step       this rank's batch, right after the loader produced it and before the
 //                             model sees it; the hook may modify it (audits, data fault injection)
+//              unit_grad_done the backward of micro-batch `micro` finished the gradient of one
+//                             parameter unit, flat range [a, b) (model/param_units.h order); may
+//                             modify that range of the gradient buffer (the data-parallel
+//                             reduction takes it right after: dist.overlap)
 //              post_backward  after each micro-batch's forward/backward (micro = 0, 1, ... of this
-//                             rank); may modify the loss sums and the gradient buffer
+//                             rank); may modify the loss sums (the gradient may already be on the
+//                             wire: modify it in unit_grad_done)
 //              pre_optim      the step's loss, norm and skip decision are known, the optimizer has
 //                             not run
 //              post_step      the update is applied and all-gathered; the result is final (timing
@@ -66,6 +71,7 @@ class Callback {
   virtual void on_start(Trainer&) {}
   virtual void pre_step(Trainer&, data::DataLoader::Batch&) {}
   virtual void post_backward(Trainer&, int64_t /*micro*/, kernels::LossSums&) {}
+  virtual void unit_grad_done(Trainer&, int64_t /*micro*/, size_t /*a*/, size_t /*b*/) {}
   virtual void pre_optim(Trainer&, const StepResult&) {}
   virtual void post_step(Trainer&, const StepResult&) {}
   virtual void on_step(Trainer&, const StepResult&) {}

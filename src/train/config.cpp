@@ -166,6 +166,9 @@ static void visit_fields(C& c, V&& v) {
     "at one micro-batch per rank, or where local does not fit)");
   v("dist.bucket_mb", c.dist.bucket_mb,
     "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)");
+  v("dist.overlap", c.dist.overlap,
+    "reduce-scatter each block's gradient as the backward of the step's last micro-batch "
+    "produces it (hides the communication; the same bits either way)");
   v("dist.zero_stage", c.dist.zero_stage,
     "2: full parameters on every process (ZeRO-1/2); 3: parameters sharded too, each block "
     "all-gathered before use (needs dist.reduce=exact; no evaluation during training)");

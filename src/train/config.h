@@ -211,6 +211,8 @@ struct DistSection {
                                      // (8 B per parameter / W, one reduction per micro-batch)
   int64_t bucket_mb = 16;            // gradient bucket size for the bucketed non-blocking
                                      // reduce-scatter (MiB of fp32 gradient)
+  bool overlap = true;               // reduce the last micro-batch's gradient while its
+                                     // backward runs (distributed/grad_stream.h; same bits)
   int64_t zero_stage = 2;            // 2: full parameters per process; 3: sharded, gathered per
                                      // block (distributed/zero3_params.h; exact reduce only)
 };

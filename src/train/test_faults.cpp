@@ -100,16 +100,28 @@ void TestFaults::at_point(Trainer& t, const char* where) const {
   }
 }
 
+namespace {
+// KIND's value: Inf for the *_inf kinds, else NaN.
+float injected_value(const std::string& kind) {
+  return kind.find("inf") != std::string::npos ? std::numeric_limits<float>::infinity()
+                                               : std::numeric_limits<float>::quiet_NaN();
+}
+}  // namespace
+
 void TestFaults::post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) {
   if (micro != 0) return;
   at_point(t, "step");
   if (!nan_active(t.step(), t.rank())) return;
-  const float bad = nan_kind_.find("inf") != std::string::npos
-                        ? std::numeric_limits<float>::infinity()
-                        : std::numeric_limits<float>::quiet_NaN();
+  const float bad = injected_value(nan_kind_);
   if (nan_kind_.rfind("loss", 0) == 0) s.ce_sum = double(bad);
   if (nan_kind_.rfind("zloss", 0) == 0) s.z_sum = double(bad);
-  if (nan_kind_.rfind("grad", 0) == 0) t.model().grads()[t.model().num_params() / 2 + 17] = bad;
+}
+
+void TestFaults::unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) {
+  if (micro != 0 || nan_kind_.rfind("grad", 0) != 0 || !nan_active(t.step(), t.rank())) return;
+  const size_t at = t.model().num_params() / 2 + 17;
+  if (at < a || at >= b) return;
+  t.model().grads()[at] = injected_value(nan_kind_);
 }
 
 void TestFaults::post_step(Trainer& t, const StepResult& r) {

@@ -3,7 +3,7 @@
 //   OLMO_TEST_NAN=KIND:STEP[:COUNT[:RANK]]  (refused unless allow_fault_injection: true)
 //     KIND loss | loss_inf: NaN / Inf into the first micro-batch's CE sum on RANK (default 0)
 //          zloss | zloss_inf: into its z-loss sum only (the CE stays finite)
-//          grad | grad_inf: into one gradient element after that backward
+//          grad | grad_inf: into one gradient element as that backward finishes its unit
 //          weight: a NaN written into one weight after the update of STEP (the checkpoint
 //                  writer must refuse it)
 //     for COUNT (default 1) steps from STEP (post_backward / post_step hooks).
@@ -40,6 +40,7 @@ class TestFaults : public Callback {
   std::string name() const override { return "test_faults"; }
   void on_resume(Trainer& t) override { at_point(t, "start"); }
   void post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) override;
+  void unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) override;
   void post_step(Trainer& t, const StepResult& r) override;
   void on_checkpoint_written(Trainer& t) override { at_point(t, "ckpt"); }
 

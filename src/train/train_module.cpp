@@ -66,12 +66,25 @@ void TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   const bool measuring = !dp_->scales_known();
   dist::DataParallel::Reduced red;
   r.reduce_redos = 0;
-  for (int pass = 0;; ++pass) {
+  // Each unit's gradient, as the backward finishes it: the harness's hook, then the
+  // data-parallel object (which may put it on the wire at once).
+  int pass = 0;
+  int64_t micro = 0;
+  model_.set_grad_done_hook([&](int64_t, size_t a, size_t b) {
+    if (hooks.unit_grad_done && pass == 0) hooks.unit_grad_done(micro, a, b);
+    dp_->unit_grad_done(a, b);
+  });
+  struct ClearHook {
+    model::Olmo3& m;
+    ~ClearHook() { m.set_grad_done_hook(nullptr); }
+  } clear_hook{model_};
+  for (;; ++pass) {
     dp_->begin_pass(counts);
     const int64_t mi = o_.micro_instances;
     for (int64_t i = 0; i < B; i += mi) {
+      micro = i / mi;
       const int64_t n = std::min(mi, B - i);
-      dp_->before_micro_batch(i / mi);
+      dp_->before_micro_batch(i / mi, i + mi >= B);
       kernels::LossSums s = model_.forward_backward(tokens + i * T, targets + i * T,
                                                     doc_ids ? doc_ids + i * T : nullptr, n, T,
                                                     grad_scale, z_coef_);

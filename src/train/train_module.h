@@ -51,6 +51,9 @@ class TrainModule {
   struct Hooks {
     std::function<void(int64_t micro, kernels::LossSums&)> post_backward;
     std::function<void(const StepResult&)> pre_optim;
+    // The backward of micro-batch `micro` has finished the gradient of the flat range [a, b)
+    // (one parameter unit; before the data-parallel reduction takes it).
+    std::function<void(int64_t micro, size_t a, size_t b)> unit_grad_done;
   };
 
   TrainModule(model::Olmo3& model, dist::Communicator& comm, const Config& cfg,

@@ -87,6 +87,9 @@ StepResult Trainer::train_step() {
   hooks.post_backward = [this](int64_t micro, kernels::LossSums& s) {
     for (auto& cb : callbacks_) cb->post_backward(*this, micro, s);
   };
+  hooks.unit_grad_done = [this](int64_t micro, size_t a, size_t b) {
+    for (auto& cb : callbacks_) cb->unit_grad_done(*this, micro, a, b);
+  };
   hooks.pre_optim = [this](const StepResult& sr) {
     for (auto& cb : callbacks_) cb->pre_optim(*this, sr);
   };

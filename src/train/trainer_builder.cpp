@@ -183,6 +183,7 @@ TrainerParts build_trainer_parts(Config cfg) {
   o.dp.bucket_elems = size_t(cfg.dist.bucket_mb) * (1u << 20) / sizeof(float);
   o.t_max = p.t_max;
   o.dp.zero_stage = int(cfg.dist.zero_stage);
+  o.dp.overlap = cfg.dist.overlap;
   p.module = std::make_unique<TrainModule>(*p.model, comm, cfg, o);
   p.module->shard_parameters();
   p.cfg = std::move(cfg);

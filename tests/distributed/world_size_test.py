@@ -66,6 +66,26 @@ def main():
     print("world sizes 1-4 (and np 3 with the sharded accumulator) bitwise equal: losses", [round(v[0], 6) for v in ref_steps.values()],
           "wall s", {n: round(t, 2) for n, t in times.items()})
 
+    # 1b. the overlapped reduction (dist.overlap, default on: the last micro-batch's gradient
+    # goes on the wire unit by unit during its backward) gives the same bits as the reduction
+    # after the backward: exact at np 2 with one micro-batch per rank on the local accumulator
+    # (the stream's first-and-last conversion) against np 1, fast at np 2 and 3 on and off.
+    ov = lambda k: os.path.join(tmp, f"overlap_{k}")  # noqa: E731
+    mb = ["data.micro_batch_tokens=384"]
+    du.train(1, du.base_overrides(data, ov("m1"), extra=mb))
+    du.train(2, du.base_overrides(data, ov("m2"), extra=mb + ["dist.exact_accumulator=local"]))
+    same = lambda a, b: (du.steps(a) == du.steps(b) and  # noqa: E731
+                         du.bitwise_equal(du.tensors(du.final_dir(a)), du.tensors(du.final_dir(b))))
+    check(same(ov("m1"), ov("m2")), "overlap: exact np 2 (one streamed micro-batch per rank) "
+          "not bitwise equal to np 1")
+    for n in (2, 3):
+        for on in ("true", "false"):
+            du.train(n, du.base_overrides(data, ov(f"f{n}{on}"),
+                                          extra=["dist.reduce=fast", f"dist.overlap={on}"]))
+        check(same(ov(f"f{n}true"), ov(f"f{n}false")),
+              f"overlap: fast np {n} with dist.overlap=true not bitwise equal to false")
+    print("overlap: exact np 2 streamed == np 1; fast np 2, 3 overlap on == off (bitwise)")
+
     # 2. elastic 4 -> 3 -> 1 -> 2
     el = os.path.join(tmp, "elastic")
     for n, stop in ((4, 2), (3, 3), (1, 4), (2, 6)):
