@@ -6,13 +6,16 @@ if(MPIEXEC_EXECUTABLE)
   set_property(TEST dist_launch dist_launch_campaign APPEND PROPERTY ENVIRONMENT
                "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
   set_tests_properties(dist_launch dist_launch_campaign PROPERTIES RESOURCE_LOCK mpi LABELS dist)
+  set_tests_properties(dist_launch PROPERTIES TIMEOUT 300)  # 22-25 s on a quiet 2-core machine
 endif()
 # Hosts as network namespaces joined by a veth bridge, OpenMPI over TCP only; whole hosts killed
-# mid-step and mid-checkpoint (needs root: skipped with the reason, exit 77, where
+# inside a step and inside a checkpoint (at OLMO_TEST_HOLD points), then a second run whose link
+# is cut and found by --stall-timeout (needs root: skipped with the reason, exit 77, where
 # `ip netns add` is refused). It binds port 22 in each namespace and adds a bridge and routes
 # to the root namespace: RESOURCE_LOCK ports too.
 if(MPIEXEC_EXECUTABLE)
   olmo_py_test(dist_launch_netns ${CMAKE_CURRENT_LIST_DIR}/launch_netns_test.py)
   set_property(TEST dist_launch_netns APPEND PROPERTY ENVIRONMENT "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
-  set_tests_properties(dist_launch_netns PROPERTIES RESOURCE_LOCK "mpi;ports" LABELS dist)
+  set_tests_properties(dist_launch_netns PROPERTIES RESOURCE_LOCK "mpi;ports" LABELS dist
+                       TIMEOUT 600)  # 55 s on a quiet 2-core machine
 endif()

@@ -4,13 +4,17 @@ sshd (a TCP listener on port 22); mpirun (root namespace) reaches them through a
 that connects to HOST:22 over the bridge (failing like ssh when that fails) and then runs
 `ip netns exec HOST sh -c CMD`; OpenMPI talks over TCP only
 (btl tcp,self: no shared memory, across hosts or within one). Under `olmo launch --hosts`:
-  1. kill -9 every process of host 2 (its sshd too) in the middle of a step, its link down:
+  1. kill -9 every process of host 2 (its sshd too) inside step 6 -- rank 2 holds there
+     (OLMO_TEST_HOLD, train/test_faults.h), so the kill lands in the step -- its link down:
      the launcher shrinks 4 -> 2 processes on host 1 and goes on from the newest checkpoint;
   2. host 2 comes back (link up, sshd restarted): the launcher grows to 4 at the next checkpoint;
-  3. kill -9 every process of host 1 while a checkpoint is being written (a stepN-tmp dir
-     exists, the kill lands before its commit), link down: shrink to 2 on host 2, resume from
-     the checkpoint before;
-and the run finishes bitwise equal to a run that never lost a host (a one-process `olmo train`:
+  3. kill -9 every process of host 1 while a checkpoint is being written (rank 2 holds with its
+     shard of the first checkpoint from step 10 on written, so stepN is never committed), link
+     down: shrink to 2 on host 2, resume from the checkpoint before;
+  4. (a second run) host 2's link cut mid-run, its processes left alive: the job hangs; the
+     launcher's --stall-timeout (3x the longest restart measured in 1-3) stops it, relaunches on
+     host 1 from the newest checkpoint;
+each run finishes bitwise equal to a run that never lost a host (a one-process `olmo train`:
 with dist.reduce=exact every world size gives the same bits): every tensor, every state
 section, every per-step record, `olmo ckpt verify`. The namespaces, veths and bridge are
 removed on every exit (also on failure or SIGTERM). Skips (exit 77) where network namespaces
@@ -29,6 +33,8 @@ import dist_util as du  # noqa: E402
 import launch_util as lu  # noqa: E402
 
 STEPS = 60  # long enough that the host returns before the run ends, however fast steps are
+CUT_STEPS = 24  # the cut-network run (scenario 4)
+STALL_MARGIN = 3  # --stall-timeout = this x the longest restart measured in scenarios 1-3
 IP = shutil.which("ip") or "/usr/sbin/ip"
 
 
@@ -96,6 +102,11 @@ class Hosts:
         sh(IP, "link", "set", self.veth[i], "down")
         return pids
 
+    def cut(self, i):
+        """Host i's link down, its processes left running (a cut cable: nothing dies, nothing
+        says so; TCP peers just stop hearing from each other)."""
+        sh(IP, "link", "set", self.veth[i], "down")
+
     def back(self, i):
         sh(IP, "link", "set", self.veth[i], "up")
         self.sshd(i)
@@ -133,6 +144,51 @@ exec {IP} netns exec $ns /bin/sh -c "$*"
     os.chmod(path, 0o755)
 
 
+def cut_network(hosts, agent, mpi, data, tmp, restart_s):
+    """Scenario 4: host 2's link cut in the middle of a 2-host run, its processes alive. The
+    job hangs (no rank dies); the launcher's --stall-timeout (STALL_MARGIN x the longest restart
+    measured in scenarios 1-3) must stop it within the timeout, relaunch on host 1 from the
+    newest checkpoint, and the run must end bitwise equal to one that was never cut."""
+    fails = []
+    stall = round(max(2.0, STALL_MARGIN * restart_s), 2)
+    ref = os.path.join(tmp, "ref_cut")
+    du.td.olmo("train", du.td.tiny_config(), *lu.overrides(data, ref, CUT_STEPS))
+    run = os.path.join(tmp, "run_cut")
+    h1, h2 = hosts.ips
+    args = ["--hosts", f"{h1}:2,{h2}:2", "--rsh-agent", agent, "--mpi-args", mpi,
+            "--poll", "0.05", "--probe-interval", "0.2", "--max-failures", "3",
+            "--stall-timeout", str(stall), du.td.tiny_config(), *lu.overrides(data, run, CUT_STEPS)]
+    proc, log = lu.start(args, os.path.join(tmp, "launch_cut.log"))
+    try:
+        lu.wait_for(lambda: lu.last_train_step(run) >= 5, 180, "step 5 of the cut run", proc)
+        t_cut = time.time()
+        hosts.cut(1)
+        lu.wait_for(lambda: lu.events(run, "stalled"), stall + 60, "the stall after the cut", proc)
+        st = lu.events(run, "stalled")[0]
+        detect = st["time"] - t_cut
+        print(f"host 2's link cut after step {lu.last_train_step(run)}: the launcher found the "
+              f"job stalled {detect:.2f} s later (--stall-timeout {stall} s = {STALL_MARGIN} x "
+              f"the longest restart measured above, {restart_s:.2f} s)", flush=True)
+        if detect > stall + 2.0:
+            fails.append(f"cut link: stalled {detect:.2f} s after the cut, --stall-timeout {stall}")
+        proc.wait(timeout=300)
+    finally:
+        lu.stop(proc, log)
+    out = open(os.path.join(tmp, "launch_cut.log")).read()
+    if proc.returncode != 0:
+        fails.append(f"cut link: launcher exit {proc.returncode}:\n{out[-4000:]}")
+    launches = [(e["world"], e["hosts"]) for e in lu.events(run, "launch")]
+    if launches != [(4, f"{h1}:2,{h2}:2"), (2, f"{h1}:2")]:
+        fails.append(f"cut link: launches {launches}, expected 4 on both hosts, then 2 on host 1")
+    status = [e["status"] for e in lu.events(run, "failure")]
+    if status != ["stalled"]:
+        fails.append(f"cut link: job failures {status}, expected one 'stalled'")
+    fails += [f"cut link: {x}" for x in lu.compare_with_reference(run, ref, CUT_STEPS)]
+    rs = [(e["reason"], e["from"], e["to"], e["step"]) for e in lu.events(run, "resize")]
+    print("cut link: resizes (reason, from, to, checkpoint step):", rs, flush=True)
+    return fails
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIPPED: network namespaces cannot be created: not root")
@@ -166,7 +222,12 @@ def main():
         args = ["--hosts", f"{h1}:2,{h2}:2", "--rsh-agent", agent, "--mpi-args", mpi,
                 "--poll", "0.05", "--probe-interval", "0.2", "--max-failures", "5",
                 du.td.tiny_config(), *lu.overrides(data, run, STEPS)]
-        proc, log = lu.start(args, os.path.join(tmp, "launch.log"))
+        # The kills land at named points (OLMO_TEST_HOLD): rank 2 (host 2) holds inside step 6;
+        # rank 2 again at the first checkpoint it writes from step 10 on (after the grow: rank 2
+        # exists only while both hosts run), its shard written, the checkpoint not committed.
+        hold_step, hold_ckpt = os.path.join(tmp, "hold.step"), os.path.join(tmp, "hold.ckpt")
+        proc, log = lu.start(args, os.path.join(tmp, "launch.log"),
+                             env={"OLMO_TEST_HOLD": f"step:2:6:{hold_step},ckpt:2:10+:{hold_ckpt}"})
 
         def nev(name):
             return len(lu.events(run, name))
@@ -176,41 +237,41 @@ def main():
             return any(e["hosts"] == hosts_want for e in lu.events(run, "launch")[n0:])
 
         try:
-            lu.wait_for(lambda: lu.last_train_step(run) >= 5, 180, "step 5", proc)
+            at = lu.wait_file(hold_step, 180, proc).split()
             nf, nl = nev("failure"), nev("launch")
             t_kill = time.time()
-            pids = hosts.kill_host(1)  # right after the step-5 record: inside step 6
+            pids = hosts.kill_host(1)  # rank 2 holds inside step 6
             lu.wait_for(lambda: nev("failure") > nf, 60, "the failure", proc)
             down_s = lu.events(run, "failure")[nf]["time"] - t_kill
-            print(f"host 2 ({h2}) lost in step 6: {len(pids)} processes killed; job down "
-                  f"{down_s:.2f} s later", flush=True)
+            print(f"host 2 ({h2}) lost inside step {at[2]} (rank 2 held at '{at[1]}'): "
+                  f"{len(pids)} processes killed; job down {down_s:.2f} s later", flush=True)
+            if at[1:] != ["step", "6"]:
+                fails.append(f"the first hold point was {at}, not inside step 6")
             lu.wait_for(lambda: launched(nl, f"{h1}:2"), 60, "the relaunch on host 1", proc)
             lu.wait_for(lambda: lu.last_train_step(run) >= 9, 120, "step 9", proc)
             nl = nev("launch")
             hosts.back(1)
             lu.wait_for(lambda: launched(nl, f"{h1}:2,{h2}:2"), 120, "the grow", proc)
             print("host 2 back:", lu.events(run, "resize")[-1], flush=True)
-            # Mid-checkpoint: the step-S record, then stepS-tmp appears; kill host 1 at once.
-            lu.wait_for(lambda: lu.last_train_step(run) >= 15, 120, "step 15", proc)
-            s = lu.last_train_step(run) + 1
-            s += s % 2  # the next checkpoint step
-            tmpdir = os.path.join(run, f"step{s}-tmp")
-            lu.wait_for(lambda: os.path.isdir(tmpdir), 120, f"{tmpdir}", proc)
+            # Mid-checkpoint: rank 2 holds with its shard of step s written; kill host 1.
+            at = lu.wait_file(hold_ckpt, 180, proc).split()
+            s = int(at[2])
             nf = nev("failure")
             pids = hosts.kill_host(0)
-            landed = not os.path.exists(os.path.join(run, f"step{s}", "COMMITTED"))
+            landed = (os.path.isdir(os.path.join(run, f"step{s}-tmp")) and
+                      not os.path.exists(os.path.join(run, f"step{s}", "COMMITTED")))
             lu.wait_for(lambda: nev("failure") > nf, 60, "the 2nd failure", proc)
             committed = os.path.exists(os.path.join(run, f"step{s}", "COMMITTED"))
-            print(f"host 1 ({h1}) lost while writing step{s}: {len(pids)} processes killed; "
-                  f"step{s} committed: {committed}", flush=True)
-            if not landed or committed:
-                fails.append(f"the host-1 kill did not land inside the step-{s} checkpoint")
+            print(f"host 1 ({h1}) lost while step{s} was being written (rank 2 held at "
+                  f"'{at[1]} of step {s}'): {len(pids)} processes killed; step{s} committed: "
+                  f"{committed}", flush=True)
+            if at[1] != "ckpt" or not landed or committed:
+                fails.append(f"the host-1 kill did not land inside the step-{s} checkpoint "
+                             f"(hold {at}, step{s}-tmp there and uncommitted: {landed}, "
+                             f"committed later: {committed})")
             proc.wait(timeout=300)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            log.close()
+            lu.stop(proc, log)
         out = open(os.path.join(tmp, "launch.log")).read()
         if os.environ.get("OLMO_LAUNCH_LOG"):  # a copy of the launcher's output (README)
             shutil.copy(os.path.join(tmp, "launch.log"), os.environ["OLMO_LAUNCH_LOG"])
@@ -242,6 +303,8 @@ def main():
             if "unreachable" in line and "olmo launch: host" in line:
                 print(line)
                 break
+        hosts.back(0)
+        fails += cut_network(hosts, agent, mpi, data, tmp, lu.restart_seconds([run]))
     finally:
         hosts.down()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -252,8 +315,9 @@ def main():
         print("FAIL:", f)
     if fails:
         sys.exit(1)
-    print("lost hosts mid-step and mid-checkpoint: shrank, grew back, finished bitwise equal to "
-          "the run that never lost a host: PASS")
+    print("lost hosts mid-step and mid-checkpoint (at hold points): shrank, grew back, finished "
+          "bitwise equal to the run that never lost a host; a cut link found by --stall-timeout, "
+          "relaunched, finished bitwise equal: PASS")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@
    slots and the newest complete checkpoint;
 4. a job that keeps failing (every job dies in step 3, OLMO_TEST_KILL): stops after
    --max-failures with an error naming the failures and the newest checkpoint;
-5. a hung job (rank 1 frozen by SIGSTOP in step 4: no progress, no exit): stopped after
-   --stall-timeout, counted as a failure, relaunched, and the run finishes;
+5. a hung job (rank 1 held inside step 4 by OLMO_TEST_HOLD: no progress, no exit): stopped
+   after --stall-timeout, counted as a failure, relaunched, and the run finishes; the timeout is
+   3x the longest restart (launch -> first new step) measured in cases 1-2 of this run, so a slow
+   relaunch is never taken for a hang;
 6. a run dir locked by a live job: refused at once, naming the holder's pid, nothing launched;
    a config pinning data.processes: refused.
 Env: OLMO_BIN, OLMO_MPIRUN. Exit 0 = pass.
@@ -27,6 +29,7 @@ import dist_util as du  # noqa: E402
 import launch_util as lu  # noqa: E402
 
 fails = []
+STALL_MARGIN = 3  # --stall-timeout = this x the longest restart measured in the same test
 
 
 def check(cond, msg):
@@ -81,7 +84,7 @@ def main():
         print("unreachable host, --min-np 3:", err.strip(), flush=True)
 
         # 2. shrink to a count that does not divide the 8 micro-batches
-        run = os.path.join(tmp, "nondiv")
+        run = run_nondiv = os.path.join(tmp, "nondiv")
         hostfile = os.path.join(tmp, "hostfile")
         with open(hostfile, "w") as f:
             f.write("localhost slots=4\n")
@@ -96,9 +99,7 @@ def main():
             os.kill(pids[max(pids)], signal.SIGKILL)
             proc.wait(timeout=240)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-            log.close()
+            lu.stop(proc, log)
         out = open(os.path.join(tmp, "nondiv.log")).read()
         msg = first_line(out, "does not divide")
         check(proc.returncode == 0, f"non-dividing shrink: rc {proc.returncode}: {out[-1500:]}")
@@ -123,9 +124,7 @@ def main():
             os.kill(pids[0], signal.SIGKILL)
             proc.wait(timeout=120)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-            log.close()
+            lu.stop(proc, log)
         out = open(os.path.join(tmp, "below.log")).read()
         err = first_line(out, "error")
         check(proc.returncode == 1 and "1 slot available" in err and "below --min-np 2" in err
@@ -143,33 +142,33 @@ def main():
         check(len(lu.events(run, "failure")) == 2, f"max failures: {lu.events(run, 'failure')}")
         print("a job failing every time, --max-failures 2:", err.strip(), flush=True)
 
-        # 5. a hung job
+        # 5. a hung job: rank 1 holds inside step 4 (OLMO_TEST_HOLD: alive, no progress). The
+        # --stall-timeout is 3x the longest restart measured above (cases 1-2: launch or the
+        # previous job's end -> the first new step), so the relaunch is never taken for a hang.
+        restart_s = lu.restart_seconds([os.path.join(tmp, "unreachable"), run_nondiv])
+        stall = round(STALL_MARGIN * restart_s, 2)
         run = os.path.join(tmp, "hung")
-        proc, log = lu.start(["--np", "2", "--stall-timeout", "3", *base, du.td.tiny_config(),
-                              *lu.overrides(data, run, 8)], os.path.join(tmp, "hung.log"))
-        frozen = None
+        hold = os.path.join(tmp, "hung.hold")
+        proc, log = lu.start(["--np", "2", "--stall-timeout", str(stall), *base,
+                              du.td.tiny_config(), *lu.overrides(data, run, 8)],
+                             os.path.join(tmp, "hung.log"), env={"OLMO_TEST_HOLD": f"step:1:4:{hold}"})
         try:
-            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
-            frozen = lu.rank_pids(run)[1]
-            os.kill(frozen, signal.SIGSTOP)
-            proc.wait(timeout=120)
+            lu.wait_file(hold, 120, proc)
+            proc.wait(timeout=120 + 4 * stall)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-            log.close()
-            if frozen:
-                try:
-                    os.kill(frozen, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            lu.stop(proc, log)
         out = open(os.path.join(tmp, "hung.log")).read()
         st = lu.events(run, "stalled")
         check(proc.returncode == 0 and len(st) == 1 and
               [e["status"] for e in lu.events(run, "failure")] == ["stalled"] and
               os.path.isdir(os.path.join(run, "step8")),
-              f"hung job: rc {proc.returncode}, stalled {st}: {out[-1500:]}")
-        print("hung job:", first_line(out, "made no progress").strip(), "-> relaunched, finished",
-              flush=True)
+              f"hung job (--stall-timeout {stall} s from a measured restart of {restart_s:.2f} s): "
+              f"rc {proc.returncode}, stalled {st}: {out[-1500:]}")
+        relaunch = [e["first_step_after_s"] for e in lu.events(run, "running")][1:]
+        print(f"hung job (rank 1 held in step 4; --stall-timeout {stall} s = {STALL_MARGIN} x the "
+              f"longest restart measured here, {restart_s:.2f} s):",
+              first_line(out, "made no progress").strip(), "-> relaunched (first step after "
+              f"{', '.join(f'{x:.2f}' for x in relaunch)} s), finished", flush=True)
 
         # 6. a locked run dir; data.processes pinned
         run = os.path.join(tmp, "locked")

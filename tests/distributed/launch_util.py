@@ -5,6 +5,7 @@ finished run with a never-resized reference (every tensor, every state section, 
 record, `olmo ckpt verify`)."""
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -17,13 +18,29 @@ def overrides(data, run, steps, extra=()):
     return du.base_overrides(data, run, steps=steps, extra=["trainer.save_interval=2", *extra])
 
 
-def start(args, log):
+def start(args, log, env=None):
+    """`olmo launch ARGS` in the background, output to the file `log`; env: extra variables
+    (e.g. OLMO_TEST_HOLD, passed on to every rank). Returns (Popen, the open log)."""
     exe = os.environ.get("OLMO_BIN", "build/olmo")
+    extra = env or {}
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
+    env.update(extra)
     out = open(log, "w")
-    return subprocess.Popen([exe, "launch", "--mpirun", du.MPIRUN, *args], stdout=out, stderr=subprocess.STDOUT,
-                            env=env), out
+    return subprocess.Popen([exe, "launch", "--mpirun", du.MPIRUN, *args], stdout=out,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True), out
+
+
+def stop(proc, log):
+    """Ends a test's launcher if it still runs (a failed wait): kill -9 to its whole process
+    group (start() gives it one), so no mpirun or rank of it outlives the test; closes its log."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    log.close()
 
 
 def events(run, name=None):
@@ -59,6 +76,25 @@ def rank_pids(run):
             if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
                 out[int(kv.split(b"=")[1])] = int(pid)
     return out
+
+
+def restart_seconds(runs):
+    """The longest a healthy job of these run dirs went from its launch (or the previous job's
+    end) to its first new step: the `running` events' first_step_after_s / restart_latency_s.
+    A --stall-timeout below it would stop a healthy relaunch as hung."""
+    xs = [e.get(k) for r in runs for e in events(r, "running")
+          for k in ("first_step_after_s", "restart_latency_s")]
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        raise AssertionError(f"no job of {runs} reached its first step: no restart time measured")
+    return max(xs)
+
+
+def wait_file(path, timeout, proc=None):
+    """Waits for a file (an OLMO_TEST_HOLD point reached); returns its text."""
+    wait_for(lambda: os.path.exists(path) and open(path).read().endswith("\n"), timeout,
+             f"{path} (the hold point)", proc)
+    return open(path).read()
 
 
 def wait_for(cond, timeout, what, proc=None):
