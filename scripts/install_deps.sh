@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS="build-essential cmake pkg-config libdnnl-dev libpcre2-dev libyaml-cpp-dev nlohmann-json3-dev
 libzstd-dev zlib1g-dev libxxhash-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
-python3-venv zstd libtcmalloc-minimal4"
+python3-venv zstd libtcmalloc-minimal4 slurm-wlm munge"
 missing=""
 for p in $APT_PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
