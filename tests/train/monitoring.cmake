@@ -1,0 +1,8 @@
+# Monitoring (README "Monitoring"): TensorBoard event files written by `olmo train`, read back
+# with TensorBoard's own reader, also across a crash and resume; the W&B offline export
+# (tools/wandb_sync.py) read back from its transaction log. No network. The CRC-32C vectors and
+# the TFRecord framing are the GoogleTest binary train_tfevents (tests/train/tfevents_test.cpp).
+olmo_py_test(train_tensorboard ${CMAKE_CURRENT_LIST_DIR}/tensorboard_test.py)
+olmo_py_test(train_wandb_sync ${CMAKE_CURRENT_LIST_DIR}/wandb_sync_test.py)
+# Measured 3.1 s / 5.0 s on the 2-core machine with builds beside them: ~20x, for busy moments.
+set_tests_properties(train_tensorboard train_wandb_sync PROPERTIES TIMEOUT 120 LABELS train)
