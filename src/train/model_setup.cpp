@@ -48,31 +48,51 @@ PrecisionChoice choose_precision(const Config& c) {
   static PrecisionChoice choice;
   std::lock_guard<std::mutex> lock(mu);
   if (!decided) {
-    // Test switch: OLMO_TEST_PRECISION_PROBE=bf16|fp32 replaces the probe's measurement (bf16:
-    // "bf16 GEMM is faster"), so tests/distributed/precision_test.py can make each case happen on any
-    // CPU; with OLMO_BF16=emulate, bf16 also on a CPU without native bf16.
+    // Test switches: OLMO_TEST_PRECISION_PROBE=bf16|fp32 replaces the probe's outcome (bf16:
+    // "bf16 GEMM is faster"), so tests/distributed/precision_test.py can make each case happen on
+    // any CPU; =BF16/FP32 (two GFLOP/s figures, e.g. 109/100) replaces only its measurement, so
+    // the >= 1.1x rule below decides (tests/train/claims_precision_rule_test.py). Either, with
+    // OLMO_BF16=emulate, also on a CPU without native bf16.
     const char* forced = std::getenv("OLMO_TEST_PRECISION_PROBE");
-    if (forced && *forced) {
+    double forced_bf16 = 0, forced_fp32 = 0;
+    char tail = 0;
+    const bool timed = forced && std::sscanf(forced, "%lf/%lf%c", &forced_bf16, &forced_fp32,
+                                             &tail) == 2;
+    if (forced && *forced && !timed) {
       OLMO_CHECK(!std::strcmp(forced, "bf16") || !std::strcmp(forced, "fp32"),
-                 "OLMO_TEST_PRECISION_PROBE = '", forced, "' must be bf16 or fp32");
+                 "OLMO_TEST_PRECISION_PROBE = '", forced, "' must be bf16, fp32 or BF16/FP32 "
+                 "GFLOP/s (e.g. 109/100)");
     }
-    if (forced && *forced && (kernels::cpu_has_bf16() || kernels::bf16_emulated())) {
+    OLMO_CHECK(!timed || (forced_bf16 > 0 && forced_fp32 > 0), "OLMO_TEST_PRECISION_PROBE = '",
+               forced, "': both GFLOP/s figures must be > 0");
+    if (forced && *forced && !timed && (kernels::cpu_has_bf16() || kernels::bf16_emulated())) {
       const bool bf16 = !std::strcmp(forced, "bf16");
       choice.why = cat("precision: auto -> ", bf16 ? "bf16_mixed" : "fp32",
                        " (probe outcome forced by OLMO_TEST_PRECISION_PROBE=", forced,
                        kernels::bf16_emulated() ? "; bf16 emulated: OLMO_BF16=emulate)" : ")");
       if (bf16) choice.precision = model::Precision::bf16_mixed;
-    } else if (!kernels::cpu_has_bf16()) {
+    } else if (!kernels::cpu_has_bf16() && !(timed && kernels::bf16_emulated())) {
       choice.why = "precision: auto -> fp32 (no AVX512_BF16 on this CPU, or OLMO_ISA/OLMO_BF16 "
                    "turned it off)";
     } else {
-      const kernels::GemmProbe g = kernels::probe_gemm_precisions();
-      const bool faster = g.bf16_gflops >= 1.1 * g.fp32_gflops;
+      kernels::GemmProbe g;
+      if (timed) {
+        g.bf16_gflops = forced_bf16;
+        g.fp32_gflops = forced_fp32;
+        g.bf16_impl = g.fp32_impl = "OLMO_TEST_PRECISION_PROBE";
+      } else {
+        g = kernels::probe_gemm_precisions();
+      }
+      // The ratio itself against 1.1 (not bf16 >= 1.1 * fp32, which rounds 1.1 * 100 up).
+      const bool faster = g.bf16_gflops / g.fp32_gflops >= 1.1;
       char buf[320];
       std::snprintf(buf, sizeof buf,
-                    "precision: auto -> %s (AVX512_BF16 present; oneDNN GEMM %lldx%lldx%lld: "
-                    "bf16 %.0f GFLOP/s [%s] vs fp32 %.0f [%s], %.2fx; bf16_mixed needs >= 1.10x)",
-                    faster ? "bf16_mixed" : "fp32", (long long)g.M, (long long)g.N,
+                    "precision: auto -> %s (%s; oneDNN GEMM %lldx%lldx%lld: "
+                    "bf16 %.0f GFLOP/s [%s] vs fp32 %.0f [%s], %.3fx; bf16_mixed needs >= 1.10x)",
+                    faster ? "bf16_mixed" : "fp32",
+                    kernels::cpu_has_bf16() ? "AVX512_BF16 present"
+                                            : "bf16 emulated: OLMO_BF16=emulate",
+                    (long long)g.M, (long long)g.N,
                     (long long)g.K, g.bf16_gflops, g.bf16_impl.c_str(), g.fp32_gflops,
                     g.fp32_impl.c_str(), g.bf16_gflops / g.fp32_gflops);
       choice.why = buf;
