@@ -14,3 +14,6 @@ set_tests_properties(train_claims_stop_on_alarm train_claims_precision_rule trai
                      PROPERTIES LABELS train TIMEOUT 60)
 # Starts mpirun (when found): the lock.
 set_tests_properties(train_claims_loss_norm PROPERTIES LABELS train TIMEOUT 180 RESOURCE_LOCK mpi)
+# README.md's speed figures against bench/ (the test lives at tests/ top: it reads README.md).
+olmo_py_test(readme_figures ${CMAKE_CURRENT_LIST_DIR}/../readme_figures_test.py)
+set_tests_properties(readme_figures PROPERTIES LABELS meta TIMEOUT 60)
