@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -204,7 +205,7 @@ void TfEventsWriter::open() {
                 int(getpid()));
   path_ = (fs::path(dir_) / name).string();
   f_ = std::fopen(path_.c_str(), "wb");
-  OLMO_CHECK(f_, "cannot create TensorBoard event file ", path_);
+  OLMO_CHECK(f_, "cannot create TensorBoard event file ", path_, ": ", std::strerror(errno));
   const double now = unix_now();
   append(tb_file_version_event(now));
   if (restart_step_ >= 0) append(tb_session_start_event(now, restart_step_));
@@ -213,7 +214,7 @@ void TfEventsWriter::open() {
 void TfEventsWriter::append(const std::string& event) {
   const std::string rec = tfrecord_frame(event);
   OLMO_CHECK(std::fwrite(rec.data(), 1, rec.size(), f_) == rec.size() && std::fflush(f_) == 0,
-             "cannot write TensorBoard event file ", path_);
+             "cannot write TensorBoard event file ", path_, ": ", std::strerror(errno));
 }
 
 void TfEventsWriter::write_scalars(double wall_time, int64_t step,

@@ -18,6 +18,8 @@ Seen red: with `tb_->truncate_after(step)` removed from MetricsLog::truncate_aft
 START event), (a)-(c) fail (steps 11, 12 twice); without the START event only, (c) fails; with
 the scalar value written as value + 1e-3 (src/train/tfevents.cpp), parts 1 and 2 fail.
 Cost: three tiny runs, ~5 s.
+With a run directory as argument (`tensorboard_test.py RUN`, e.g. the demo's) it only compares
+that run's event files with its metrics.jsonl (each step once, every scalar equal).
 """
 import os
 import shutil
@@ -81,7 +83,19 @@ def same(got, exp, what):
              if missing or extra or diff else ""))
 
 
+def check_existing(run):
+    exp = want(run)
+    got = view(accumulator(run))
+    for tag in ("train/loss", "train/lr"):
+        steps = [s for s, _, _ in got.get(tag, [])]
+        check(steps and len(steps) == len(set(steps)), f"{tag}: {len(steps)} steps, each once")
+    same(got, exp, f"{run}, EventAccumulator")
+    mu.finish("tensorboard")
+
+
 def main():
+    if len(sys.argv) > 1:
+        return check_existing(sys.argv[1])
     tmp = tempfile.mkdtemp(prefix="olmo_tensorboard_")
     try:
         base = mu.train_args(tmp)
