@@ -113,7 +113,7 @@ void DataParallel::before_micro_batch(int64_t i, bool last) {
   }
   // Overlap: each unit's gradient of the last micro-batch goes on the wire as the backward
   // finishes it (exact: converted first); the exchange completes in reduce().
-  streaming_ = last && o_.overlap && !sharded_ && reducer_->can_stream();
+  streaming_ = o_.overlap && !sharded_ && reducer_->streams(last);
   if (streaming_) reducer_->begin_stream(model_.grads());
 }
 

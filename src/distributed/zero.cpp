@@ -239,17 +239,18 @@ void GradReducer::packed_reduce_scatter(Type t, const std::vector<TravelRuns>& r
 // rank r's block carries its part of the micro-batch gradient converted from g (g[0] = element
 // a); this rank's own block carries its accumulator plus its gradient, so the reduce-scatter
 // result is the new accumulator (integer sums: any order, same bits).
-void GradReducer::sharded_round(const float* g, size_t a, size_t b) {
+void GradReducer::sharded_round(const float* g, size_t a, size_t b, bool sparse) {
   const size_t me = size_t(comm_.rank()), mine = layout_.begin(me);
   const bool whole = a == 0 && b == layout_.numel;
   if (whole) unite_touched();
+  sparse = sparse || whole;
   uint32_t flags = 0;
   // The step's first whole-vector round adds to a zero accumulator: its own block is a plain
   // conversion (no copy, no add).
   const bool add_own = !(whole && fresh_);
   if (whole) fresh_ = false;
   packed_reduce_scatter<int64_t>(
-      Type::i64, travel(a, b, whole),
+      Type::i64, travel(a, b, sparse),
       [&](size_t r, size_t fa, size_t fb, int64_t* dst) {
         const bool add = r == me && add_own;
         if (add) std::copy(acc_.data() + (fa - mine), acc_.data() + (fb - mine), dst);
@@ -264,8 +265,12 @@ void GradReducer::sharded_round(const float* g, size_t a, size_t b) {
 
 void GradReducer::add_micro_batch(const float* g) {
   if (mode_ != ReduceMode::exact) return;
-  if (streamed_) {  // converted unit by unit during the backward (stream_range)
+  if (streamed_ && local_) {  // converted unit by unit during the backward (stream_range)
     fresh_ = false;
+    return;
+  }
+  if (streamed_) {  // sharded: the rest of the micro-batch's round, then its end
+    finish_sharded_stream(g);
     return;
   }
   if (local_) {  // sum locally; one reduce-scatter in finish()
@@ -344,23 +349,36 @@ bool GradReducer::finish(const float* g, float* shard) {
   return false;
 }
 
-bool GradReducer::can_stream() const {
-  return layout_.world > 1 && (mode_ == ReduceMode::fast || local_);
+bool GradReducer::can_stream() const { return layout_.world > 1; }
+
+bool GradReducer::streams(bool last) const {
+  return can_stream() && (last || (mode_ == ReduceMode::exact && !local_));
 }
 
 void GradReducer::begin_stream(float* g) {
-  OLMO_CHECK(can_stream(), "begin_stream: needs W > 1 and the local or fast reduction");
+  OLMO_CHECK(can_stream(), "begin_stream: needs more than one process");
+  const bool exact = mode_ == ReduceMode::exact;
   if (!stream_) {
-    // Chunks of the reduce-scatter bucket's size; 2 x (W - 1) of them in flight per rank.
-    const Type t = mode_ == ReduceMode::exact ? Type::i64 : Type::f32;
+    // Chunks of the reduce-scatter bucket's size; 2 x (W - 1) of them in flight per rank. The
+    // local accumulator sends its int64 sums; fast and the sharded accumulator send the fp32
+    // gradient (4 B per element), which the sharded accumulator's owner converts on arrival.
+    const Type t = exact && local_ ? Type::i64 : Type::f32;
     stream_ = std::make_unique<GradStream>(comm_, layout_, t, bucket_, 2 * (layout_.world - 1));
   }
   stream_g_ = g;
   streamed_ = true;
   stream_add_ = !fresh_;
-  if (mode_ == ReduceMode::exact) {
+  const size_t mine = shard_begin();
+  if (exact && local_) {
     stream_->begin([this](size_t lo, size_t hi, const void* data) {
       add_int64(acc_.data() + lo, static_cast<const int64_t*>(data), hi - lo);
+    });
+  } else if (exact) {
+    // q(x) depends on x and its tensor's scale only, so converting another rank's element here
+    // gives the integer its own conversion would have: the same sums, the same bits.
+    stream_->begin([this, mine](size_t lo, size_t hi, const void* data) {
+      flags_ |= scales_.convert(acc_.data() + (lo - mine), static_cast<const float*>(data), lo,
+                                hi, true, seen_);
     });
   } else {
     stream_->begin([this](size_t lo, size_t hi, const void* data) {
@@ -373,23 +391,45 @@ void GradReducer::begin_stream(float* g) {
 
 void GradReducer::stream_range(size_t a, size_t b) {
   OLMO_CHECK(streamed_ && stream_->active(), "stream_range outside begin_stream .. finish");
+  const bool exact = mode_ == ReduceMode::exact;
   const void* src = stream_g_;
-  if (mode_ == ReduceMode::exact) {
+  if (exact && local_) {
     flags_ |= scales_.convert(acc_.data() + a, stream_g_ + a, a, b, stream_add_, seen_);
     src = acc_.data();
   }
-  // The row-sparse embedding waits for finish() (the union of the touched rows).
+  // The row-sparse embedding waits for the touched rows (finish(); sharded: add_micro_batch).
   const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
-  if (!sparse_rows_ || b <= ea || a >= eb) {
-    stream_->post(src, a, b);
-    return;
-  }
-  if (a < ea) stream_->post(src, a, ea);
-  if (eb < b) stream_->post(src, eb, b);
+  const auto post = [&](size_t x, size_t y) {
+    if (x >= y) return;
+    if (exact && !local_) {  // this rank's own part joins its shard accumulator here
+      const size_t me = size_t(comm_.rank()), mine = layout_.begin(me);
+      const size_t lo = std::max(x, mine), hi = std::min(y, layout_.end(me));
+      if (lo < hi)
+        flags_ |= scales_.convert(acc_.data() + (lo - mine), stream_g_ + lo, lo, hi, true, seen_);
+    }
+    stream_->post(src, x, y);
+  };
+  if (!sparse_rows_ || b <= ea || a >= eb) return post(a, b);
+  post(a, std::min(b, ea));
+  post(std::max(a, eb), b);
 }
 
 void GradReducer::stream_progress() {
   if (streamed_ && stream_->active()) stream_->progress();
+}
+
+// The sharded accumulator's streamed micro-batch, after its backward: the embedding's touched
+// rows in an integer round (as sharded_round), then the units still in flight.
+void GradReducer::finish_sharded_stream(const float* g) {
+  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  if (sparse_rows_) {
+    unite_touched();
+    sharded_round(g + ea, ea, eb, /*sparse=*/true);
+    std::fill(touched_.begin(), touched_.end(), uint8_t(0));
+  }
+  stream_->drain();
+  streamed_ = false;
+  fresh_ = false;
 }
 
 bool GradReducer::finish_streamed(float* shard) {

@@ -101,16 +101,20 @@ class GradReducer {
   // begin_step). Either way the scales for the next step are set from this step's exponents.
   bool finish(const float* g, float* shard);
 
-  // Overlap (dist.overlap_reduce): the step's last micro-batch of this rank streams its
-  // gradient while the backward runs. Possible for W > 1 with the local exact accumulator or
-  // the fast reduction. begin_stream(g) before that micro-batch's backward (g[P]: the model's
-  // gradient buffer); stream_range(a, b) as the backward completes the unit [a, b) (exact:
-  // converts it into the accumulator; both: posts its reduce-scatter, grad_stream.h, except the
-  // row-sparse embedding, reduced in finish() once the touched rows are known);
-  // stream_progress() between units. add_micro_batch after a streamed micro-batch converts
-  // nothing more. finish() then completes the exchange; the result has the same bits as
-  // without the stream (the same integer sums; fast: the same summation order).
+  // Overlap (dist.overlap): a micro-batch's gradient is streamed while its backward runs
+  // (grad_stream.h), for W > 1: the local exact accumulator and fast stream the rank's last
+  // micro-batch of the step (int64 sums / fp32); the sharded exact accumulator streams every
+  // micro-batch as fp32 (4 B per element on the wire instead of 8: the owner converts each
+  // arriving element with the tensor's scale, which gives the sender's integer). Protocol:
+  // begin_stream(g) before the micro-batch's backward (g[P]: the model's gradient buffer);
+  // stream_range(a, b) as the backward completes the unit [a, b) (posts it, except the
+  // row-sparse embedding, reduced once the touched rows are known: in add_micro_batch for
+  // the sharded accumulator, in finish() otherwise); stream_progress() between units. The
+  // results have the same bits as without the stream (the same integer sums; fast: the same
+  // summation order), tested in tests/distributed/world_size_test.py.
   bool can_stream() const;
+  // Whether the micro-batch (last: the rank's last of the step) is streamed.
+  bool streams(bool last) const;
   void begin_stream(float* g);
   void stream_range(size_t a, size_t b);
   void stream_progress();
@@ -152,8 +156,10 @@ class GradReducer {
   // Every rank's runs of [a, b) (sparse: without the untouched rows of the union).
   std::vector<TravelRuns> travel(size_t a, size_t b, bool sparse) const;
   void unite_touched();  // union_ = the touched rows of every rank (collective)
-  // The sharded accumulator's round for g = the micro-batch gradient of [a, b) (collective).
-  void sharded_round(const float* g, size_t a, size_t b);
+  // The sharded accumulator's round for g = the micro-batch gradient of [a, b) (collective;
+  // sparse: without the embedding rows no rank touched, whose union is known).
+  void sharded_round(const float* g, size_t a, size_t b, bool sparse = false);
+  void finish_sharded_stream(const float* g);
   // exact: agrees the overflow / non-finite flags and the next scales over ranks (one
   // max-reduce); returns 0 (go on), 1 (non-finite) or 2 (overflow: redo_ set).
   int agree_scales();

@@ -69,22 +69,27 @@ def main():
     # 1b. the overlapped reduction (dist.overlap, default on: the last micro-batch's gradient
     # goes on the wire unit by unit during its backward) gives the same bits as the reduction
     # after the backward: exact at np 2 with one micro-batch per rank on the local accumulator
-    # (the stream's first-and-last conversion) against np 1, fast at np 2 and 3 on and off.
+    # (the stream's first-and-last conversion) and on the sharded one (auto there: fp32 on
+    # the wire, converted by the owner) against np 1, fast at np 2 and 3 on and off. (Section 1
+    # covers the local and sharded accumulators with several micro-batches per rank.)
     ov = lambda k: os.path.join(tmp, f"overlap_{k}")  # noqa: E731
     mb = ["data.micro_batch_tokens=384"]
     du.train(1, du.base_overrides(data, ov("m1"), extra=mb))
     du.train(2, du.base_overrides(data, ov("m2"), extra=mb + ["dist.exact_accumulator=local"]))
     same = lambda a, b: (du.steps(a) == du.steps(b) and  # noqa: E731
                          du.bitwise_equal(du.tensors(du.final_dir(a)), du.tensors(du.final_dir(b))))
+    du.train(2, du.base_overrides(data, ov("m2s"), extra=mb))
     check(same(ov("m1"), ov("m2")), "overlap: exact np 2 (one streamed micro-batch per rank) "
           "not bitwise equal to np 1")
+    check(same(ov("m1"), ov("m2s")), "overlap: exact np 2, sharded accumulator (fp32 streamed, "
+          "converted by the owner) not bitwise equal to np 1")
     for n in (2, 3):
         for on in ("true", "false"):
             du.train(n, du.base_overrides(data, ov(f"f{n}{on}"),
                                           extra=["dist.reduce=fast", f"dist.overlap={on}"]))
         check(same(ov(f"f{n}true"), ov(f"f{n}false")),
               f"overlap: fast np {n} with dist.overlap=true not bitwise equal to false")
-    print("overlap: exact np 2 streamed == np 1; fast np 2, 3 overlap on == off (bitwise)")
+    print("overlap: exact np 2 streamed (local and sharded) == np 1; fast np 2, 3 overlap on == off (bitwise)")
 
     # 2. elastic 4 -> 3 -> 1 -> 2
     el = os.path.join(tmp, "elastic")
