@@ -3,7 +3,8 @@
 `olmo train` (tiny config, 6 steps, a checkpoint every 2, keep_last 2: three commits and one
 deletion) runs under tests/ckpt/power_loss_shim.cpp (LD_PRELOAD), which records in order every
 open / write / ftruncate / fsync / close / mkdir / rename / unlink / rmdir it makes under the run
-dir, with the bytes written. The log is then replayed through a model of the file system, and
+dir, with the bytes written; then the same under mpirun with 2 ranks (rank 1 writes and fsyncs
+its own shard). Each log is then replayed through a model of the file system, and
 at EVERY point of the sequence (after each recorded call, and before the first) the state a
 power loss would leave is written into a fresh directory and checked.
 
@@ -25,8 +26,9 @@ opening a directory -- i.e. commit() had returned):
   2. `olmo ckpt verify IMAGE` (the run dir: its newest complete checkpoint) picks the newest of
      them and its step is >= S: a saved checkpoint is never lost (with none, it fails cleanly
      and S must be none);
-  3. `olmo train` resumed on a copy of the image finishes the run with step6's tensors byte for
-     byte those of the uninterrupted run (the recorded one).
+  3. `olmo train` resumed (one process) on a copy of the image finishes the run with step6's
+     tensors bit for bit those of the uninterrupted one-process run (read with numpy,
+     tests/distributed/dist_util.py).
 The images only change at an fsync, so the checks run once per distinct image.
 Control, every run: the same replay with the shim dropping the fsync of the checkpoint data
 file (tensors-*.bin; OLMO_PL_DROP_SYNC) must find a torn checkpoint that looks complete and a
@@ -42,22 +44,26 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "train"))
-import tiny_data as td  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
+import dist_util as du  # noqa: E402  (numpy reader of checkpoints: global tensors from all pieces)
+
+td = du.td
 
 STEPS = 6
 OLMO = os.environ.get("OLMO_BIN", "build/olmo")
+MPIRUN = os.environ.get("OLMO_MPIRUN") or shutil.which("mpirun")
 O_CREAT, O_TRUNC = 0o100, 0o1000
 
 
 def overrides(data, run):
     return [f"data.mix={data['mix']}", f"trainer.run_dir={run}", "data.global_batch_tokens=768",
             "data.micro_batch_tokens=64", f"trainer.max_steps={STEPS}", "trainer.threads=1",
-            "trainer.save_interval=2", "trainer.keep_last=2"]
+            "trainer.save_interval=2", "trainer.keep_last=2", "dist.reduce=exact"]
 
 
-def record_run(data, run, log, drop_sync=None):
-    """`olmo train` under the shim; returns the ops of its log."""
+def record_run(data, run, log, drop_sync=None, ranks=1):
+    """`olmo train` under the shim (ranks > 1: under mpirun, each rank preloaded); returns the
+    ops of its log."""
     os.makedirs(run)
     fd = os.open(run, os.O_RDONLY)
     os.fsync(fd)
@@ -68,8 +74,10 @@ def record_run(data, run, log, drop_sync=None):
     env.pop("OLMO_PL_DROP_SYNC", None)
     if drop_sync:
         env["OLMO_PL_DROP_SYNC"] = drop_sync
-    p = subprocess.run([OLMO, "train", td.tiny_config(), *overrides(data, run)], env=env,
-                       capture_output=True, text=True, timeout=300)
+    cmd = [OLMO, "train", td.tiny_config(), *overrides(data, run)]
+    if ranks > 1:
+        cmd = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(ranks), *cmd]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         raise AssertionError(f"olmo train under the shim failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return parse(open(log, "rb").read())
@@ -211,7 +219,12 @@ def looks_complete(img):
                   os.path.exists(os.path.join(img, d, "COMMITTED")))
 
 
-def check_image(img, data, want_bin, scratch, resume):
+def digest_tensors(step_dir):
+    """name -> sha256 of each global tensor (whatever the number of ranks that wrote it)."""
+    return {n: hashlib.sha256(a.tobytes()).hexdigest() for n, a in du.tensors(step_dir).items()}
+
+
+def check_image(img, data, want, scratch, resume):
     """[problems] of one crash image (checks 1-3 of the header; 3 with resume), and the step
     loaded."""
     probs = []
@@ -240,10 +253,10 @@ def check_image(img, data, want_bin, scratch, resume):
     r = subprocess.run([OLMO, "train", td.tiny_config(), *overrides(data, run)],
                        capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, OMP_NUM_THREADS="1"))
-    final = os.path.join(run, f"step{STEPS}", "tensors-00000.bin")
+    final = os.path.join(run, f"step{STEPS}")
     if r.returncode != 0:
         probs.append(f"resume failed (rc {r.returncode}): {r.stderr.strip()[-600:]}")
-    elif not os.path.exists(final) or open(final, "rb").read() != want_bin:
+    elif not os.path.isdir(final) or digest_tensors(final) != want:
         probs.append(f"resumed run's step{STEPS} tensors differ from the uninterrupted run")
     return probs, loaded
 
@@ -257,7 +270,7 @@ def describe(op, run):
     return f"{kind.lower()} fd {fd}" + (f", {n} bytes" if kind == "WRIT" else "")
 
 
-def replay(ops, run, data, want_bin, scratch, label, resume=True):
+def replay(ops, run, data, want, scratch, label, resume=True):
     """Runs checks 1-3 at every crash point; returns [problems], distinct images."""
     model = Model(run)
     saved = saved_steps(ops)
@@ -274,7 +287,7 @@ def replay(ops, run, data, want_bin, scratch, label, resume=True):
                 for f in sorted(fn):
                     digest.update(os.path.relpath(os.path.join(dp, f), img).encode())
                     digest.update(open(os.path.join(dp, f), "rb").read())
-            cache[model.gen] = check_image(img, data, want_bin, scratch, resume) + (digest.hexdigest(),)
+            cache[model.gen] = check_image(img, data, want, scratch, resume) + (digest.hexdigest(),)
             shutil.rmtree(img)
         p, loaded, _ = cache[model.gen]
         where = f"{label}: crash after call {k}/{len(ops)} ({describe(ops[k - 1], run) if k else 'none yet'})"
@@ -298,7 +311,7 @@ def main():
         data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * (STEPS + 2))
         run = os.path.join(tmp, "run")
         ops = record_run(data, run, os.path.join(tmp, "log.bin"))
-        want = open(os.path.join(run, f"step{STEPS}", "tensors-00000.bin"), "rb").read()
+        want = digest_tensors(os.path.join(run, f"step{STEPS}"))
         kinds = {}
         for op in ops:
             kinds[op[0]] = kinds.get(op[0], 0) + 1
@@ -310,6 +323,21 @@ def main():
         print(f"{len(ops) + 1} crash points, {n_img} distinct crash images: "
               f"{len(probs)} problem(s)", flush=True)
         fails += probs
+
+        # Two ranks (mpirun): rank 1's shard file and shard index (close_shard) are fsynced by
+        # their own process; the crash images resume on one process (bitwise: dist.reduce=exact).
+        if MPIRUN:
+            run3 = os.path.join(tmp, "run_2ranks")
+            ops3 = record_run(data, run3, os.path.join(tmp, "log3.bin"), ranks=2)
+            pids = {op[1] for op in ops3 if op[0] == "WRIT"}
+            probs3, n3 = replay(ops3, run3, data, want, tmp, "2 ranks")
+            print(f"2 ranks: {len(ops3)} calls from {len(pids)} processes, {len(ops3) + 1} crash "
+                  f"points, {n3} distinct crash images: {len(probs3)} problem(s)", flush=True)
+            if len(pids) < 2:
+                fails.append(f"2 ranks: writes from {len(pids)} process(es) recorded, expected 2")
+            fails += probs3
+        else:
+            print("NOT RUN here: the 2-rank power-loss replay: mpirun is missing", flush=True)
 
         # Control: the data file's fsync dropped (what a writer without it leaves after a crash).
         run2 = os.path.join(tmp, "run_nosync")
