@@ -179,10 +179,13 @@ int run_info(int argc, char** argv) {
               (long long)W);
   std::printf("  reduced-gradient shard %.2f GiB, exact accumulator %.2f GiB\n",
               gib(m.grad_shard), gib(m.reduce_accumulator));
-  if (exact)  // distributed/scaled_fixed.h: int64 per element, one scale per tensor
+  if (exact)  // distributed/scaled_fixed.h: int64 per element, one scale per tensor; zero.h
     std::printf("  exact reduction: %.2f accumulator bytes per parameter beyond the fp32 gradient, "
-                "8 bytes per parameter on the wire (fast: 4)\n",
-                double(m.reduce_accumulator) / double(p.total));
+                "%s on the wire (fast: 4 per step)\n",
+                double(m.reduce_accumulator) / double(p.total),
+                acc == "local" || W == 1 ? "8 bytes per parameter per step"
+                : zs == 3 ? "8 bytes per parameter per micro-batch"
+                          : "4 bytes per parameter per micro-batch (fp32, converted by its owner)");
   std::printf("  activations %s bytes/token stored + %s bytes/token scratch = %.2f GiB per "
               "micro-batch\n", commas(m.activations_per_token).c_str(),
               commas(m.scratch_per_token).c_str(), gib(m.activations));

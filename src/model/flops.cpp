@@ -89,7 +89,7 @@ int64_t scratch_floats_per_token(const ModelConfig& c) {
 
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
                        int64_t processes, bool exact, int64_t micro_batches_per_rank,
-                       bool exact_local, int zero_stage) {
+                       bool exact_local, int zero_stage, bool overlap) {
   ParamCounts p = count_params(c);
   const int64_t W = processes < 1 ? 1 : processes;
   const int64_t shard = (p.total + W - 1) / W;  // elements of the largest shard
@@ -102,8 +102,10 @@ MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batc
   const bool local = exact_local || W == 1;
   m.reduce_accumulator = exact ? 8 * (local ? p.total : shard) : 0;
   const double ring = double(W - 1) / double(W);
+  const double sharded_elem = overlap && zero_stage != 3 ? 4.0 : 8.0;
   const double rs = !exact ? 4.0 * double(p.total)
-                   : 8.0 * double(p.total) * (local ? 1.0 : double(micro_batches_per_rank));
+                    : local ? 8.0 * double(p.total)
+                            : sharded_elem * double(p.total) * double(micro_batches_per_rank);
   m.comm_bytes_per_step = int64_t(ring * (rs + 4.0 * double(p.total)));
   if (zero_stage == 3) {
     // Units: the embedding, each block, the head (final norm + lm_head).

@@ -82,9 +82,14 @@ int64_t scratch_floats_per_token(const ModelConfig& c);
 // working buffer of the largest parameter unit (model/param_units.h), grads = one more such
 // buffer; the traffic adds an fp32 all-gather of P per forward and per backward of every
 // micro-batch and drops the all-gather after the update.
+// Traffic of the exact reduction: the local accumulator sends int64 sums once per step (8 B
+// per parameter); the sharded one sends each micro-batch's gradient, as fp32 (4 B, converted
+// by its owner) when overlap (dist.overlap; ZeRO-2 only) and as int64 (8 B) otherwise. The
+// input embedding counts in full at the element size of the rest (it sends only touched rows,
+// int64 under the sharded accumulator: an upper bound unless most rows are touched).
 MemoryPlan memory_plan(const ModelConfig& c, int64_t seq_len, int64_t micro_batch,
                        int64_t processes = 1, bool exact = false,
                        int64_t micro_batches_per_rank = 1, bool exact_local = true,
-                       int zero_stage = 2);
+                       int zero_stage = 2, bool overlap = true);
 
 }  // namespace olmo::model

@@ -51,7 +51,8 @@ RunPlan plan(const Config& c) {
   p.local_accumulator = dist::local_accumulator(c.dist.exact_accumulator, p.processes,
                                                 p.micro_batches);
   p.memory = model::memory_plan(mc, c.data.seq_len, p.micro_instances, p.processes, p.exact,
-                                p.micro_batches, p.local_accumulator, int(c.dist.zero_stage));
+                                p.micro_batches, p.local_accumulator, int(c.dist.zero_stage),
+                                c.dist.overlap);
 
   if (plan_mix(c, p)) {
     try {
