@@ -96,6 +96,8 @@ Launcher::Launcher(const LaunchOptions& o) : o_(o) {
                    " or leave it out (olmo launch then sets trainer.threads=", c, ")");
       }
     if (!given) o_.overrides.push_back(cat("trainer.threads=", c));
+    if (!slurm_->capped.empty())
+      note(cat("warning: Slurm job ", slurm_->job_id, " has fewer CPUs than its tasks need: ", slurm_->capped));
   } else {
     OLMO_CHECK(sources == 1, "give exactly one of --np N, --hosts H:S,... or --hostfile FILE "
                "(or run inside a Slurm allocation: --slurm)");

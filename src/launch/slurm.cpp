@@ -96,10 +96,23 @@ SlurmAllocation read_allocation(const std::string& scontrol) {
     throw Error(cat("SLURM_TASKS_PER_NODE='", env("SLURM_TASKS_PER_NODE"), "' gives ", slots.size(),
                     " node", slots.size() == 1 ? "" : "s", " but SLURM_JOB_NODELIST='", a.nodelist,
                     "' has ", names.size()));
-  for (size_t i = 0; i < names.size(); ++i)
-    if (slots[i] > 0) a.hosts.push_back({names[i], slots[i]});
   if (!env("SLURM_CPUS_PER_TASK").empty())
     a.cpus_per_task = positive(env("SLURM_CPUS_PER_TASK"), "SLURM_CPUS_PER_TASK");
+  // Never more ranks on a node than its allocated CPUs hold at cpus_per_task each (a job whose
+  // task count was raised while it was pending keeps its old CPU count: srun would refuse).
+  if (!env("SLURM_JOB_CPUS_PER_NODE").empty()) {
+    const std::vector<int> cpus = parse_tasks_per_node(env("SLURM_JOB_CPUS_PER_NODE"), "SLURM_JOB_CPUS_PER_NODE");
+    for (size_t i = 0; i < names.size() && i < cpus.size(); ++i)
+      if (slots[i] * a.cpus_per_task > cpus[i]) {
+        const int fit = cpus[i] / a.cpus_per_task;
+        a.capped += cat(a.capped.empty() ? "" : "; ", names[i], ": ", slots[i], " task", slots[i] == 1 ? "" : "s",
+                        " but ", cpus[i], " CPU", cpus[i] == 1 ? "" : "s", " (", a.cpus_per_task,
+                        " per task): ", fit, " slot", fit == 1 ? "" : "s");
+        slots[i] = fit;
+      }
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (slots[i] > 0) a.hosts.push_back({names[i], slots[i]});
   return a;
 }
 

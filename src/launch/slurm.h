@@ -5,7 +5,8 @@
 // Contracts:
 //   * hosts: SLURM_JOB_NODELIST ("n[1-3],m7") expanded by `scontrol show hostnames`; slots per
 //     host from SLURM_TASKS_PER_NODE ("2(x3),1"), else SLURM_NTASKS spread evenly; threads per
-//     rank from SLURM_CPUS_PER_TASK (1 when unset: Slurm gives one CPU per task then);
+//     rank from SLURM_CPUS_PER_TASK (1 when unset: Slurm gives one CPU per task then); a node's
+//     slots never exceed its CPUs (SLURM_JOB_CPUS_PER_NODE) / CPUs per task;
 //   * while the job runs the live node list is `scontrol show job -o $SLURM_JOB_ID`'s NodeList
 //     (it shrinks when a node fails under `sbatch --no-kill`), each node keeping its slots;
 //   * nodes other than this one are probed with `srun --overlap -N1 -n1 -w HOST true`;
@@ -24,6 +25,7 @@ struct SlurmAllocation {
   std::vector<Host> hosts;  // every node of the allocation with its task slots
   int cpus_per_task = 1;    // threads per rank
   std::string nodelist;     // SLURM_JOB_NODELIST as given
+  std::string capped;       // nodes whose slots were cut to their CPUs (empty: none)
 };
 
 // True when SLURM_JOB_ID is set (inside sbatch, salloc or srun).

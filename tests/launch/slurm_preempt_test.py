@@ -5,7 +5,9 @@ limit or preemption:
 1. `scancel --signal=USR1 JOB`: Slurm signals the step's tasks (the ranks) directly;
 2. `scancel --batch --signal=USR1 JOB`: Slurm signals the batch shell (here `exec olmo launch`),
    which forwards it to the ranks through srun.
-Either way the ranks checkpoint the step they are in and exit 4 (preempted), the launcher
+3. as 2. on a 1-task job that Slurm gives 2 tasks when it is requeued (held while pending,
+   `scontrol update NumTasks=2`): the run resumes at world size 2.
+Each way the ranks checkpoint the step they are in and exit 4 (preempted), the launcher
 restarts nothing, runs `scontrol requeue`, Slurm starts the job again (Restarts=1) and the
 launcher resumes from that checkpoint; the run ends bitwise equal to a plain uninterrupted
 `olmo train` (every tensor, state section and per-step record, each step once).
@@ -24,10 +26,10 @@ SIGNAL_AFTER = 3  # step recorded before the signal
 SAVE = 5  # checkpoint interval: the stop step (4 or so) needs a checkpoint of its own
 
 
-def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher):
+def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, tasks=2, regrow=0):
     run = os.path.join(tmp, name)
     cfg = du.td.tiny_config()
-    script = su.job_script(os.path.join(tmp, f"{name}.sh"), 2,
+    script = su.job_script(os.path.join(tmp, f"{name}.sh"), tasks,
                            [su.launch_line(cfg, lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"]),
                                            ["--poll", "0.05"])],
                            ["#SBATCH --requeue"])
@@ -37,6 +39,15 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher):
     c.run(["scancel", *scancel_args, "--signal=USR1", job])
     at = lu.last_train_step(run)
     print(f"{name}: scancel {' '.join(scancel_args)} --signal=USR1 after step {at}", flush=True)
+    if regrow:
+        # The requeued job comes back with another task count: held while pending (it waits
+        # cred_expire before it may start), given NumTasks=regrow, released.
+        lu.wait_for(lambda: lu.events(run, "requeue"), 60, f"{name}: the requeue")
+        c.run(["scontrol", "hold", job])
+        lu.wait_for(lambda: c.job(job).get("JobState") == "PENDING", 60, f"{name}: job pending")
+        c.run(["scontrol", "update", f"JobId={job}", f"NumTasks={regrow}", f"NumCPUs={regrow}"])
+        c.run(["scontrol", "release", job])
+        print(f"{name}: the requeued job was given --ntasks={regrow}", flush=True)
     j = c.wait_job(job, 240)
     secs = time.time() - t0
     out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
@@ -59,11 +70,14 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher):
         s = stops[0]["step"]
         su.check(stops[0]["checkpoint"].endswith(f"/step{s}") and s >= at,
                  f"{name}: the stop record names no checkpoint of its step: {stops[0]}, signal after {at}")
-        su.check(len(launches) == 2 and launches[1]["checkpoint_step"] == s,
-                 f"{name}: the requeued job did not resume from step{s}: {launches}")
+        su.check(len(launches) == 2 and launches[1]["checkpoint_step"] == s
+                 and [e["world"] for e in launches] == [tasks, regrow or tasks],
+                 f"{name}: the requeued job did not resume from step{s} on {regrow or tasks} "
+                 f"task(s): {launches}")
         how = "the interval checkpoint" if s % SAVE == 0 else "written for the stop"
         print(f"{name}: stopped after step {s} with checkpoint step{s} ({how}; signal {stops[0]['signal']}); "
-              f"requeued; resumed from step{launches[-1]['checkpoint_step']}", flush=True)
+              f"requeued; resumed from step{launches[-1]['checkpoint_step']} on world sizes "
+              f"{[e['world'] for e in launches]}", flush=True)
     if ok:
         su.equal_to_reference(lu, run, ref, STEPS, name)
 
@@ -73,6 +87,7 @@ def body(tmp, du, lu):
     with su.Cluster(tmp) as c:
         preempt_case(c, du, lu, tmp, data, ref, "tasks", [], False)
         preempt_case(c, du, lu, tmp, data, ref, "batch", ["--batch"], True)
+        preempt_case(c, du, lu, tmp, data, ref, "regrown", ["--batch"], True, tasks=1, regrow=2)
 
 
 if __name__ == "__main__":
