@@ -89,6 +89,7 @@ void MetricsLog::truncate_after(int64_t step) {
   std::fclose(f_);
   f_ = nullptr;
   std::string kept;
+  std::vector<nlohmann::json> kept_records;
   if (file_exists(path_)) {
     std::istringstream in(read_file(path_));
     std::string line;
@@ -98,12 +99,20 @@ void MetricsLog::truncate_after(int64_t step) {
       if (j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step)
         continue;
       kept += line + "\n";
+      kept_records.push_back(std::move(j));
     }
   }
   write_file_atomic(path_, kept);
   f_ = std::fopen(path_.c_str(), "a");
   OLMO_CHECK(f_, "cannot reopen metrics file ", path_);
-  tb_->truncate_after(step);
+  // No event file left (a run dir of a build before TensorBoard files, or tb/ deleted): the
+  // kept records go to the new file first, so TensorBoard shows the whole run.
+  if (!tb_->truncate_after(step))
+    for (const auto& r : kept_records)
+      if (auto sc = tensorboard_scalars(r); !sc.empty())
+        tb_->write_scalars(r.contains("time") && r["time"].is_number() ? r["time"].get<double>()
+                                                                       : unix_time_ms(),
+                           r["step"].get<int64_t>(), sc);
 }
 
 }  // namespace olmo::train

@@ -7,7 +7,9 @@
 //
 // The same records go to TensorBoard (RUN_DIR/tb/, see tfevents.h) as scalars, tagged by
 // tensorboard_scalars() below, with the record's step and time; truncate_after applies to them
-// too, so TensorBoard shows each step once with the value metrics.jsonl ends with.
+// too, so TensorBoard shows each step once with the value metrics.jsonl ends with. A run dir
+// with no event file left (from a build before them, or tb/ deleted) gets the kept records
+// written to the new event file first.
 #pragma once
 #include <cstdint>
 #include <cstdio>

@@ -167,10 +167,11 @@ TfEventsWriter::~TfEventsWriter() {
   if (f_) std::fclose(f_);
 }
 
-void TfEventsWriter::truncate_after(int64_t step) {
-  if (dir_.empty()) return;
+bool TfEventsWriter::truncate_after(int64_t step) {
+  if (dir_.empty()) return false;
   restart_step_ = step + 1;
-  if (!fs::is_directory(dir_)) return;
+  if (!fs::is_directory(dir_)) return false;
+  bool remain = false;
   for (const auto& de : fs::directory_iterator(dir_)) {
     const std::string p = de.path().string();
     if (p == path_ || name_stamp(de.path().filename().string()) < 0) continue;
@@ -189,7 +190,9 @@ void TfEventsWriter::truncate_after(int64_t step) {
       fs::remove(p);
     else if (kept.size() != bytes.size())
       write_file_atomic(p, kept);
+    remain |= any;
   }
+  return remain;
 }
 
 void TfEventsWriter::open() {

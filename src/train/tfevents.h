@@ -59,8 +59,10 @@ class TfEventsWriter {
 
   // One event holding all `values` (nothing when empty), flushed at once.
   void write_scalars(double wall_time, int64_t step, const std::vector<TbScalar>& values);
-  // See the resume contract above. Called before this writer's first event.
-  void truncate_after(int64_t step);
+  // See the resume contract above. Called before this writer's first event. Returns whether
+  // any event of an earlier job remains (false for a run dir from before event files were
+  // written, or after a wipe of tb/: the caller may backfill from metrics.jsonl).
+  bool truncate_after(int64_t step);
   const std::string& path() const { return path_; }  // this job's file ("" until opened)
 
  private:

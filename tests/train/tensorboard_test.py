@@ -13,11 +13,14 @@ with metrics.jsonl; the "time" field of every metrics record.
    20. Each train step 1..20 is then shown exactly once with metrics.jsonl's final value, by
    (a) a fresh accumulator, (b) the raw events of all files (the old file was cut to steps
    <= 10), (c) an accumulator that had loaded the crashed job's events live before the resume
-   (TensorBoard's restart purge, triggered by the new file's SessionLog START at step 11).
+   (TensorBoard's restart purge, triggered by the new file's SessionLog START at step 11);
+   (d) the crashed run resumed after its tb/ was deleted (as a run dir of a build before event
+   files): the new file is backfilled from metrics.jsonl's kept records, so all of 1..20 show.
 Seen red: with `tb_->truncate_after(step)` removed from MetricsLog::truncate_after (no cut, no
 START event), (a)-(c) fail (steps 11, 12 twice); without the START event only, (c) fails; with
-the scalar value written as value + 1e-3 (src/train/tfevents.cpp), parts 1 and 2 fail.
-Cost: three tiny runs, ~5 s.
+the scalar value written as value + 1e-3 (src/train/tfevents.cpp), parts 1 and 2 fail;
+without the backfill (MetricsLog::truncate_after), (d) fails (steps 1..10 missing).
+Cost: four tiny runs, ~6 s.
 With a run directory as argument (`tensorboard_test.py RUN`, e.g. the demo's) it only compares
 that run's event files with its metrics.jsonl (each step once, every scalar equal).
 """
@@ -136,6 +139,9 @@ def main():
               "its event file holds train/loss of steps 1..12")
         live = accumulator(B)
         view(live)  # a TensorBoard watching the run while it crashed
+        C = os.path.join(tmp, "C")  # the same crashed run without its event files
+        shutil.copytree(B, C)
+        shutil.rmtree(os.path.join(C, "tb"))
         q = td.olmo("train", *runb)
         check("resume" in q.stdout and "step10" in q.stdout, "the second job resumed at step10")
         exp = want(B)
@@ -148,6 +154,8 @@ def main():
         same(raw_view(B), exp, "(b) run B, raw events of all files")
         same(view(live), exp, "(c) run B, the accumulator that had read the crashed job live")
         check(len(os.listdir(os.path.join(B, "tb"))) == 2, "one event file per job")
+        td.olmo("train", *base, f"trainer.run_dir={C}", "trainer.save_interval=5")
+        same(raw_view(C), want(C), "(d) resumed without tb/ (backfilled from metrics.jsonl), raw")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mu.finish("tensorboard")
