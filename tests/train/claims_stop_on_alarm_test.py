@@ -10,10 +10,13 @@ configs/tiny.yaml on tiny_data.py token files, 20 steps planned).
    validation.reference = a clean run (validation every 5 steps): the run ends at the first
    validation record that alarms (step 5), naming validation.stop_on_alarm. Control: the
    same without the key runs 20 steps.
+   validation.max_gap (docs/config.md: alarm when held-out - train loss exceeds it): the same
+   pool fault with no reference and max_gap 0.1 raises gap_too_large at step 5 and, with
+   validation.stop_on_alarm, stops there; without max_gap the run has no alarm.
 3. A clean run with both keys on runs all 20 steps with no alarm (the stop is the alarm's).
 Seen red: with `t.request_stop()` removed from raise_alarm (src/train/audit_callback.cpp),
 parts 1 and 2 fail (the runs go on to step 20).
-Cost: six tiny runs, ~2 s.
+Cost: eight tiny runs, ~4 s.
 """
 import os
 import shutil
@@ -76,6 +79,17 @@ def main():
         run, out = train("val_go_on", *vfault)
         check(last_step(run) == STEPS and td.read_metrics(run, "alarm"),
               f"control: without the key it alarms and goes on to step {STEPS} (last {last_step(run)})")
+
+        gap = ["allow_fault_injection=true", "data.inject_fault=pool", "data.fault_start_step=1",
+               "audit.enabled=false"]
+        run, out = train("gap_stop", *gap, "validation.max_gap=0.1", "validation.stop_on_alarm=true")
+        al = td.read_metrics(run, "alarm")
+        check(al and {a["cause"] for a in al} == {"gap_too_large"} and last_step(run) == al[0]["step"] == 5,
+              f"validation.max_gap=0.1: gap_too_large at step 5 stops the run (alarms "
+              f"{[(a['cause'], a['step']) for a in al]}, last step {last_step(run)})")
+        run, out = train("gap_off", *gap)
+        check(last_step(run) == STEPS and not td.read_metrics(run, "alarm"),
+              f"control: without max_gap the pool run has no alarm (last {last_step(run)})")
 
         run, out = train("clean_both", "audit.stop_on_alarm=true", "validation.stop_on_alarm=true",
                          f"validation.reference={ref}")

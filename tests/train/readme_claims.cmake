@@ -17,3 +17,6 @@ set_tests_properties(train_claims_loss_norm PROPERTIES LABELS train TIMEOUT 180 
 # README.md's speed figures against bench/ (the test lives at tests/ top: it reads README.md).
 olmo_py_test(readme_figures ${CMAKE_CURRENT_LIST_DIR}/../readme_figures_test.py)
 set_tests_properties(readme_figures PROPERTIES LABELS meta TIMEOUT 60)
+# `olmo bench step`: tokens/s, GFLOP/s and MFU consistent with the timing and the measured peak.
+olmo_py_test(train_claims_bench_step ${CMAKE_CURRENT_LIST_DIR}/claims_bench_step_test.py)
+set_tests_properties(train_claims_bench_step PROPERTIES LABELS train TIMEOUT 60)
