@@ -86,7 +86,7 @@ def sync(*args):
     env.pop("WANDB_MODE", None)  # the tool must set offline mode itself
     src = os.environ.get("OLMO_SOURCE_DIR", ".")
     return subprocess.run([sys.executable, os.path.join(src, "tools", "wandb_sync.py"), *args],
-                          capture_output=True, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=45)
 
 
 def main():
