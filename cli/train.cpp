@@ -108,13 +108,18 @@ int run_train(int argc, char** argv) {
         "SIGTERM, SIGINT or SIGUSR1 (a scheduler's preemption notice) stops the run after the\n"
         "current step with a checkpoint of it.\n"
         "  --dry-run   print the resolved config, parameters, memory plan and steps; no training\n"
+        "  --allow-recipe-change a,b  a resume may change these recipe fields (keys, sections,\n"
+        "              unique leaf names or schedule; = trainer.allow_recipe_change=[a,b]); any\n"
+        "              other change of a field that alters the trajectory is refused\n"
         "exit codes: 0 done (or stopped for a resize by olmo launch), 1 error, %d preempted:\n"
         "  a checkpoint of the stop step was written; the same command resumes from it\n",
         train::kExitPreempted);
     return a.has("--help") ? 0 : 1;
   }
-  a.finish({"--dry-run"});
+  a.finish({"--dry-run", "--allow-recipe-change"});
   std::vector<std::string> overrides(a.positional().begin() + 1, a.positional().end());
+  if (a.has("--allow-recipe-change"))
+    overrides.push_back("trainer.allow_recipe_change=[" + a.get("--allow-recipe-change") + "]");
   train::Config c = train::load_config(a.positional()[0], overrides);
   if (a.has("--dry-run")) {
     dry_run(c);

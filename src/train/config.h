@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "distributed/reduce_settings.h"
 #include "model/act_checkpoint.h"
 #include "model/config_fields.h"
@@ -164,9 +166,12 @@ struct TrainerSection {
   double max_tokens = 0;             // Duration.tokens (schedule horizon); or
   int64_t max_steps = 0;             // Duration.steps (wins when set)
   int64_t hard_stop_steps = 0;       // stop earlier, schedule unchanged (0 = none)
-  // A resume whose LR schedule (t_max from max_steps/max_tokens, optim.lr, scheduler.*) differs
-  // from the checkpoint's is refused unless this is true (then the change is logged).
-  bool allow_schedule_change = false;
+  // A resume whose recipe (every field of class trajectory / schedule / rounding below, as the
+  // checkpoint's "recipe" section recorded it) differs is refused unless the field is in this
+  // allow list (train/recipe_check.h: a key, a section, a unique leaf name or `schedule`;
+  // `olmo train --allow-recipe-change a,b`); an allowed change is logged and put in the ledger.
+  std::vector<std::string> allow_recipe_change;
+  bool allow_schedule_change = false;  // alias of allow_recipe_change: [schedule]
   int64_t hard_stop_epochs = 0;      // stop at the end of this many epochs (0 = none)
   double z_loss_multiplier = 1e-5;
   int64_t init_seed = 12536;         // model init seed (OLMo-core ExperimentConfig.init_seed)
@@ -258,6 +263,27 @@ struct FieldInfo {
   std::vector<std::string> choices;  // the allowed values of a choice field, else empty
 };
 std::vector<FieldInfo> describe_fields();  // every field, in to_yaml order
+
+// How a field bears on the run's trajectory: the class each field of the table is declared
+// with (visit_fields, config.cpp), read by the recipe check on resume (train/recipe_check.h).
+enum class Recipe {
+  unclassified,  // declared without a class: treated as trajectory (refused), and a test fails
+  trajectory,    // changes the math of later steps: recorded, a change on resume refused
+  schedule,      // trajectory, part of the LR schedule (allow_schedule_change allows these)
+  rounding,      // same math, other bits (measured: reduction order): recorded and refused
+  model,         // the architecture: recorded; a resume can never change it (the weights)
+  start,         // read only when a run starts (init, phase start); a resume never reads it
+  none,          // does not change the bits of later steps (intervals, reporting, layout)
+};
+const char* recipe_class_name(Recipe r);  // "trajectory", "schedule", ...
+// Every field with its class and its value (JSON: numbers, strings, a choice's name, lists,
+// maps), in to_yaml order.
+struct FieldValue {
+  std::string key;
+  nlohmann::json value;
+  Recipe recipe;
+};
+std::vector<FieldValue> field_values(const Config& c);
 
 // A choice field: a string key whose value must be one of `values` (written only here;
 // validate(), the error message and the reference all read this table).

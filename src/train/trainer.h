@@ -149,6 +149,7 @@ class Trainer {
   void verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
                      bool resume);
   nlohmann::json trainer_section() const;
+  nlohmann::json recipe() const;  // the checkpoint's "recipe" section (train/recipe_check.h)
   void on_nonfinite(const StepResult& r);
   void stop_on_nonfinite_streak();
 
@@ -164,7 +165,7 @@ class Trainer {
   std::vector<std::unique_ptr<Callback>> callbacks_;
   size_t resumed_callbacks_ = 0;   // callbacks_[0, this) got on_resume
   std::unique_ptr<nlohmann::json> callback_state_;  // restored "callbacks" section (add_callback)
-  std::unique_ptr<nlohmann::json> schedule_change_;  // an allowed schedule change at resume
+  std::unique_ptr<nlohmann::json> recipe_change_;  // allowed recipe changes at resume (event)
   SaveTiming last_save_;
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<Progress> progress_;

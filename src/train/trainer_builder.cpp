@@ -257,10 +257,11 @@ void Trainer::start() {
   // (records of N were written before its checkpoint); otherwise (no checkpoint: an earlier
   // attempt that was killed before its first one) those from the starting step on.
   metrics_->truncate_after(start_ == StartKind::resume ? step_ : step_ - 1);
-  if (schedule_change_) {
-    metrics_->write(*schedule_change_);
-    warnings_.push_back(cat("the LR schedule changed at this resume (trainer.allow_schedule_change): ",
-                            (*schedule_change_)["changed"].get<std::string>()));
+  if (recipe_change_) {
+    metrics_->write(*recipe_change_);
+    warnings_.push_back(cat("the recipe changed at this resume (allowed: ",
+                            "trainer.allow_recipe_change): ",
+                            (*recipe_change_)["changed"].get<std::string>()));
   }
   progress_ = std::make_unique<Progress>(total_steps_, rank_ == 0 ? cfg_.trainer.progress : ProgressMode::silent,
                                          cfg_.trainer.log_interval);

@@ -19,12 +19,15 @@
 //                         (the loop itself draws no random numbers: no dropout)
 //            "callbacks"  state of callbacks that keep any
 //            "config"     the resolved YAML of the run that wrote it
+//            "recipe"     the value of every field that changes the trajectory
+//                         (train/recipe_check.h); a resume refuses a change unless allowed
 #include <algorithm>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "audit/ledger.h"
 #include "ckpt/checkpoint.h"
 #include "ckpt/fingerprint.h"
 #include "ckpt/flat_range.h"
@@ -39,6 +42,7 @@
 #include "optim/skip_step.h"
 #include "train/checkpoint_verify.h"
 #include "train/progress.h"
+#include "train/recipe_check.h"
 #include "train/train_module.h"
 #include "train/trainer.h"
 
@@ -151,8 +155,10 @@ void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, b
   }
   // The schedule: a resume continues the run's schedule. A changed trainer.max_steps / max_tokens
   // (t_max), optim.lr or scheduler.* would silently change the LR of every later step (the
-  // trajectory leaves the one of the run that never stopped), so it is refused unless the config
-  // says so; a phase start (load_path) sets a new schedule by design.
+  // trajectory leaves the one of the run that never stopped); a phase start (load_path) sets a
+  // new schedule by design. Every input of the schedule is a recipe field, so with a "recipe"
+  // section (check_resume_recipe, before the load) a schedule that differs is one the recipe
+  // check allowed; without one (an older checkpoint) the schedule fields must be allowed here.
   if (resume && want["state"].value("schedule", "") != have["state"]["schedule"]) {
     const json& t = r.json("trainer");
     const json now = trainer_section();
@@ -161,15 +167,16 @@ void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, b
       if (!t.contains(k) || t[k] != now[k])
         what += cat(what.empty() ? "" : ", ", k, " ", t.contains(k) ? t[k].dump() : "?", " -> ",
                     now[k].dump());
-    OLMO_CHECK(cfg_.trainer.allow_schedule_change, r.dir(), ": this resume would change the "
-               "learning-rate schedule the run was trained with (", what, "): every later step "
-               "would get another LR than the run that never stopped. To stop a run early and "
-               "continue it on the same schedule, keep trainer.max_steps (or max_tokens) and use "
-               "trainer.hard_stop_steps; to change the schedule on purpose, set "
-               "trainer.allow_schedule_change=true");
-    schedule_change_ = std::make_unique<json>(json{{"kind", "info"}, {"event", "schedule_change"},
+    OLMO_CHECK(r.has_json("recipe") ? recipe_change_ != nullptr : schedule_allowed(cfg_),
+               r.dir(), ": this resume would change the learning-rate schedule the run was "
+               "trained with (", what, "): every later step would get another LR than the run "
+               "that never stopped. To stop a run early and continue it on the same schedule, "
+               "keep trainer.max_steps (or max_tokens) and use trainer.hard_stop_steps; to change "
+               "the schedule on purpose: olmo train ... --allow-recipe-change schedule");
+    if (!recipe_change_)
+      recipe_change_ = std::make_unique<json>(json{{"kind", "info"}, {"event", "recipe_change"},
                                                    {"step", step_}, {"changed", what},
-                                                   {"from", r.dir()}});
+                                                   {"changes", json::array()}, {"from", r.dir()}});
   }
   std::vector<std::string> sections;
   if (optim_state) sections.push_back("optim");
@@ -258,6 +265,7 @@ std::string Trainer::save_checkpoint() {
     }
     w->add_json("callbacks", cbs);
     w->add_json("config", to_yaml(cfg_));
+    w->add_json("recipe", recipe());
     dir = w->commit();
     ckpt::keep_last(cfg_.trainer.run_dir, int(cfg_.trainer.keep_last));
   }
@@ -290,10 +298,20 @@ void Trainer::read_moments(const ckpt::CheckpointReader& r) {
   read_shard(r, "optim.exp_avg_sq/", module_->optimizer().exp_avg_sq());
 }
 
+// The recipe of this run (recipe_check.h), with the precision the model computes in.
+json Trainer::recipe() const {
+  return recipe_json(cfg_, model::precision_name(model_->config().precision));
+}
+
 void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
                       bool resume) {
   ckpt::CheckpointReader r(dir);
   r.verify();
+  // A resume continues the recipe: every difference is refused before anything is loaded unless
+  // allowed (then recorded below, once the loaded state is verified). A checkpoint of an older
+  // olmo.cpp has no recipe section: only the model and the schedule are compared.
+  std::vector<RecipeChange> changes;
+  if (resume && r.has_json("recipe")) changes = check_recipe(r.json("recipe"), recipe(), cfg_, dir);
   check_same_model(model_->config(), r.json("model"), dir, resume);
   if (weights) {
     if (float* shard = module_->param_shard()) {  // ZeRO-3: this rank's pieces only
@@ -311,14 +329,45 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
     const json& t = r.json("trainer");
     step_ = t.at("step").get<int64_t>();
     tokens_seen_ = t.at("tokens_seen").get<int64_t>();
-    loader_->load_state(r.json("loader"));
+    // An allowed change of a data.* field continues at the loader's position over this run's
+    // dataset (its fingerprint, which such a change alters, is then not compared).
+    const bool data_changed =
+        std::any_of(changes.begin(), changes.end(),
+                    [](const RecipeChange& ch) { return ch.key.rfind("data.", 0) == 0; });
+    loader_->load_state(r.json("loader"), data_changed);
     module_->skip_step().load_state_json(r.json("skip_step"));
     // The exact reduction's scales (a checkpoint without them: the next step measures them).
     if (r.has_json("reduce"))
       module_->data_parallel().load_state_json(r.json("reduce"), r.dir() + "/state.json");
     if (r.has_json("callbacks")) callback_state_ = std::make_unique<json>(r.json("callbacks"));
   }
+  if (!changes.empty()) {
+    json list = json::array();
+    for (const RecipeChange& ch : changes)
+      list.push_back({{"key", ch.key}, {"from", ch.from}, {"to", ch.to},
+                      {"class", recipe_class_name(ch.recipe)}});
+    recipe_change_ = std::make_unique<json>(
+        json{{"kind", "info"}, {"event", "recipe_change"}, {"step", step_},
+             {"changed", recipe_changes_text(changes)}, {"changes", list}, {"from", dir}});
+  }
   verify_loaded(r, optim_state, trainer_state, resume);
+  // The loader's state carries the seed and wins over the config's (OLMo-core's
+  // load_state_dict): an allowed data.seed change takes effect only here, once the state as saved
+  // is verified; the rest of the epoch follows the new seed's order from the same position.
+  for (const RecipeChange& ch : changes)
+    if (ch.key == "data.seed" && trainer_state) {
+      json st = r.json("loader");
+      st["seed"] = cfg_.data.seed;
+      loader_->load_state(st, /*ignore_fingerprint_mismatch=*/true);
+    }
+  // The allowed change goes into the run's batch ledger (kept with the records of this step,
+  // dropped by a later resume from an earlier checkpoint), where `olmo audit` reports it.
+  if (recipe_change_ && rank_ == 0) {
+    audit::LedgerWriter ledger(audit::ledger_path(cfg_.trainer.run_dir), step_);
+    const json& e = *recipe_change_;
+    ledger.append(audit::RecipeChangeRecord{
+        step_, json{{"changes", e["changes"]}, {"changed", e["changed"]}, {"from", dir}}.dump()});
+  }
 }
 
 }  // namespace olmo::train

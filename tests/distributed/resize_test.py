@@ -121,15 +121,16 @@ def main():
         ms = os.path.join(tmp, "max_steps_chain")
         du.train(3, du.base_overrides(data, ms, steps=STAGE))
         p = du.train(2, du.base_overrides(data, ms, steps=2 * STAGE), check=False)
-        check(p.returncode != 0 and "t_max 2 -> 4" in p.stderr and "hard_stop_steps" in p.stderr,
+        check(p.returncode != 0 and "trainer.max_steps: 2 (checkpoint) -> 4 (this run)" in p.stderr
+              and "hard_stop_steps" in p.stderr,
               f"raising max_steps on resume not refused: rc {p.returncode} {p.stderr[-400:]}")
         ms1 = os.path.join(tmp, "max_steps_chain_np1")
         allow = ["trainer.allow_schedule_change=true"]
         for i, n in enumerate((3, 2, 1)):
             du.train(n, du.base_overrides(data, ms, steps=(i + 1) * STAGE, extra=allow))
             du.train(1, du.base_overrides(data, ms1, steps=(i + 1) * STAGE, extra=allow))
-        changes = [r for r in du.td.read_metrics(ms, "info") if r.get("event") == "schedule_change"]
-        check(len(changes) == 2 and "t_max 2 -> 4" in changes[0]["changed"],
+        changes = [r for r in du.td.read_metrics(ms, "info") if r.get("event") == "recipe_change"]
+        check(len(changes) == 2 and "trainer.max_steps 2 -> 4" in changes[0]["changed"],
               f"allowed schedule changes not logged: {changes}")
         check(records(ms) == records(ms1) and
               du.bitwise_equal(du.tensors(du.final_dir(ms)), du.tensors(du.final_dir(ms1))),
