@@ -7,21 +7,27 @@ per-step record, each step once; `olmo ckpt verify`):
    ranks, exits 4 and starts nothing (no second launch, no requeue outside Slurm);
 3. SIGTERM to one rank only (rank 1) under `olmo launch --np 2`: the per-step collective stops
    rank 0 at the same step; the launcher sees exit 4 from mpirun and restarts nothing.
+Each signal comes at a random time (a random step, then 0-60 ms; OLMO_TEST_SEED repeats one).
 The checkpoint interval (5) is chosen so that the stop step usually has no interval checkpoint
 (the one written for the stop is exercised; the output says which).
 Env: OLMO_BIN, OLMO_MPIRUN, OLMO_SOURCE_DIR. Exit 0 = pass.
 """
 import os
+import random
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402  (pin_binary, check, the tests/distributed helpers)
 
 STEPS = 20
 SAVE = 5
-AFTER = 3  # the signal comes once this step is recorded
+# The signal comes at a random time: once a random step in 1..14 is recorded, plus 0-60 ms (a
+# step takes ~70 ms). OLMO_TEST_SEED=N repeats a sequence (the seed is printed).
+SEED = int(os.environ.get("OLMO_TEST_SEED", time.time_ns() % 1_000_000))
+RNG = random.Random(SEED)
 
 
 def env():
@@ -43,13 +49,15 @@ def finish_and_compare(du, lu, name, cmd, run, ref, log):
 
 
 def case(du, lu, tmp, data, ref, name, cmd, target):
-    """Starts cmd, signals target(proc, run) after step AFTER, checks exit 4 and the stop."""
+    """Starts cmd, signals target(proc, run) at a random time, checks exit 4 and the stop."""
+    after, delay = RNG.randint(1, 14), RNG.uniform(0, 0.06)
     run = os.path.join(tmp, name)
     cmd = [*cmd, du.td.tiny_config(), *lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"])]
     log = os.path.join(tmp, f"{name}.log")
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env())
-        lu.wait_for(lambda: lu.last_train_step(run) >= AFTER, 120, f"{name}: step {AFTER}", proc)
+        lu.wait_for(lambda: lu.last_train_step(run) >= after, 120, f"{name}: step {after}", proc)
+        time.sleep(delay)
         what = target(proc, run)
         at = lu.last_train_step(run)
         rc = proc.wait(timeout=120)
@@ -61,12 +69,13 @@ def case(du, lu, tmp, data, ref, name, cmd, target):
         su.check(s >= at and s < STEPS and stops[0]["checkpoint"].endswith(f"/step{s}")
                  and os.path.isdir(os.path.join(run, f"step{s}")),
                  f"{name}: stop {stops[0]} after step {at}: no checkpoint of the stop step")
-        print(f"{name}: {what} after step {at}: exit 4, stopped after step {s} with checkpoint step{s} "
+        print(f"{name}: {what} {delay * 1000:.0f} ms after step {after} was recorded: exit 4, stopped after step {s} with checkpoint step{s} "
               f"({'the interval one' if s % SAVE == 0 else 'written for the stop'})", flush=True)
     return run, cmd, log
 
 
 def body(tmp, du, lu):
+    print(f"OLMO_TEST_SEED={SEED}", flush=True)
     exe = su.olmo_bin()
     data, ref = su.reference(du, lu, tmp, STEPS, [f"trainer.save_interval={SAVE}"])
 
