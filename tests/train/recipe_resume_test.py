@@ -174,8 +174,10 @@ def main():
         for key in MUST_REFUSE:
             if key not in NO_EFFECT_HERE:
                 check(key in effective, f"{key}: allowed on resume, the change takes effect")
+        demo = os.path.join(tmp, "demo")  # a copy: were it accepted, base would move on
+        shutil.copytree(base, demo)
         m = re.search(r"^.*this resume changes the recipe.*(\n  .*)+",
-                      train(base, data, "optim.eps=1e-6").stderr, re.M)
+                      train(demo, data, "optim.eps=1e-6").stderr, re.M)
         print("the refusal of optim.eps=1e-6:\n" + (m.group(0) if m else "(none)"), flush=True)
 
         # 2. fields that do not change the trajectory: accepted, and the same bits
