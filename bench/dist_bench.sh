@@ -5,9 +5,11 @@
 # a model of the given shape; steps after the first are timed (metrics.jsonl step_s / comm_s;
 # the exact reduction's first step measures its scales and is done twice). Each round also runs
 # the peer of "2 processes x 1 thread": 1 process x 2 threads (exact).
+# At 2 processes a third setting, exact-seq, runs the exact reduction after the backward
+# (dist.overlap=false) to show what the overlap hides (comm = exposed waits).
 # Prints one line per setting and a last line exactly
 #   exact_cost_np1=N.NN% exact_cost_np2=N.NN% comm_share_np2_exact=N.N% comm_share_np2_fast=N.N%
-#   np2x1_vs_np1x2_tokens=N.N%
+#   comm_share_np2_exact_no_overlap=N.N% np2x1_vs_np1x2_tokens=N.N%
 # (exact_cost = mean step time exact / fast - 1 at the same world size; the last figure = tokens/s
 # of 2 processes x 1 thread over 1 process x 2 threads, both exact).
 # With trainer.profile on, it also prints per setting the mean per-step time of the exact
@@ -53,10 +55,14 @@ common=(data.mix="$out/train.mix" data.seq_len=$seq data.global_batch_tokens=$((
 "$olmo" info --preset olmo3-7b >/dev/null
 for r in $(seq 1 "$rounds"); do
   for np_ in 1 2; do
-    for mode in exact fast; do
+    modes="exact fast"; [ "$np_" = 2 ] && modes="exact fast exact-seq"
+    for mode in $modes; do
       run="$out/run-$np_-$mode-$r"
+      # exact-seq: the exact reduction after the backward (dist.overlap=false), the figure
+      # that shows what the overlap hides.
       OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np $np_ "$olmo" train \
-        "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" dist.reduce=$mode >/dev/null
+        "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" \
+        dist.reduce="${mode%-seq}" dist.overlap=$([ "$mode" = exact-seq ] && echo false || echo true) >/dev/null
     done
   done
   # The peer of "2 processes x 1 thread": 1 process with 2 threads (default exact reduction).
@@ -70,7 +76,7 @@ out, rounds, batch, micro = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int
 parts = ("exact_convert", "exact_zero_grad", "reduce_finish", "comm", "optimizer")
 res = {}
 for np_ in (1, 2):
-    for mode in ("exact", "fast"):
+    for mode in ("exact", "fast") + (("exact-seq",) if np_ == 2 else ()):
         st, cm, tps, mfu = [], [], [], []
         prof = {k: [] for k in parts}
         for r in range(1, rounds + 1):
@@ -85,7 +91,7 @@ for np_ in (1, 2):
             tps += [x["tokens_per_s"] for x in tr]; mfu += [x["mfu"] for x in tr]
         m = lambda v: sum(v) / len(v)
         res[(np_, mode)] = (m(st), m(cm))
-        print(f"np {np_} {mode:5s}: step {m(st):.3f} s, comm {m(cm):.3f} s ({100*m(cm)/m(st):.1f}%), "
+        print(f"np {np_} {mode:9s}: step {m(st):.3f} s, comm {m(cm):.3f} s ({100*m(cm)/m(st):.1f}%), "
               f"{m(tps):.0f} tokens/s, MFU {m(mfu):.1f}%, params {info['params']:,}, "
               f"precision {info.get('precision', '?')}, accumulator {info.get('exact_accumulator', '-')}")
         if prof["comm"]:
@@ -93,7 +99,7 @@ for np_ in (1, 2):
             pr = {k: m(v) for k, v in prof.items()}
             print("    profile per step (rank 0): " + ", ".join(f"{k} {v:.3f} s ({100*v/m(st):.1f}%)" for k, v in pr.items())
                   + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/micro-batch"
-                     f" ({mb} micro-batches/rank)" if mode == "exact" else ""))
+                     f" ({mb} micro-batches/rank)" if mode.startswith("exact") else ""))
 t2 = []
 for r in range(1, rounds + 1):
     recs = [json.loads(l) for l in open(os.path.join(out, f"run-1t2-exact-{r}", "metrics.jsonl"))]
@@ -111,6 +117,7 @@ for mode in ("exact", "fast"):
         recs = [json.loads(l) for l in open(os.path.join(out, f"run-2-{mode}-{r}", "metrics.jsonl"))]
         v += [x["tokens_per_s"] for x in recs if x.get("kind") == "train"][1:]
     tps2[mode] = sum(v) / len(v)
+s2q = 100 * res[(2, "exact-seq")][1] / res[(2, "exact-seq")][0]
 print(f"exact_cost_np1={c1:.2f}% exact_cost_np2={c2:.2f}% comm_share_np2_exact={s2e:.1f}% comm_share_np2_fast={s2f:.1f}% "
-      f"np2x1_vs_np1x2_tokens={100 * tps2['exact'] / tp2:.1f}%")
+      f"comm_share_np2_exact_no_overlap={s2q:.1f}% np2x1_vs_np1x2_tokens={100 * tps2['exact'] / tp2:.1f}%")
 PY
