@@ -15,7 +15,8 @@ configs/tiny.yaml on tiny_data.py token files, 20 steps planned).
    validation.stop_on_alarm, stops there; without max_gap the run has no alarm.
 3. A clean run with both keys on runs all 20 steps with no alarm (the stop is the alarm's).
 Seen red: with `t.request_stop()` removed from raise_alarm (src/train/audit_callback.cpp),
-parts 1 and 2 fail (the runs go on to step 20).
+parts 1 and 2 fail (the runs go on to step 20); with `if (v.max_gap > 0)` turned into
+`< 0` in src/train/validation.cpp the max_gap check fails (no alarm).
 Cost: eight tiny runs, ~4 s.
 """
 import os
