@@ -25,7 +25,9 @@
 // error is below M * 2^(kHeadroom + 1 - L) <= 2^(kHeadroom + 1 - 52) ~ 2^-48 for M <= 1024:
 // elements down to ~2^-24 of their tensor's largest keep full fp32 precision; smaller ones carry
 // that absolute error (far below AdamW's eps for gradients clipped to norm 1).
-// Memory: 8 bytes per element of accumulator; 8 bytes per element on the wire.
+// Memory: 8 bytes per element of accumulator; on the wire 8 bytes per element of a sum, or the
+// fp32 element itself (4 bytes) when the receiver converts it: q(x) depends on x and the
+// segment's scale only, so any rank computes the same integer (zero.h, sharded accumulator).
 #pragma once
 #include <cstddef>
 #include <cstdint>
