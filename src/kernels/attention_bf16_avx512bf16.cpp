@@ -19,7 +19,7 @@
 //            dQ += dS K:       dS~ rows (pairs along keys), K~ interleaved by key
 // Rounding: VCVTNEPS2BF16 (RNE, denormals to zero) for inputs and for P, dS; the integer running
 // max (base 2) makes the forward's alpha rescale exact and P's rounding tile-order independent.
-// Scratch: per-thread byte slabs of core/scratch.h (attention slots; the fp32 and bf16 kernels
+// Scratch: per-thread byte slabs of kernels/scratch.h (attention slots; the fp32 and bf16 kernels
 // never run at once on a thread): forward ~0.1 MB per thread plus K~, V~ of every kv head on the
 // calling thread (4 * B * KV * T * hd bytes); backward ~36 * T * hd bytes per thread.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 #include "kernels/attention.h"
 #include "kernels/attention_tiles.h"
 #include "kernels/simd.h"

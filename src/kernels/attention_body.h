@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "kernels/attention.h"
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 #include "kernels/attention_tiles.h"
 #include "kernels/simd.h"
 
@@ -80,7 +80,7 @@ inline Vec::R attn_exp2(Vec::R x) {
 inline Vec::R attn_exp2(Vec::R x) { return vexp2(x); }
 #endif
 
-// Tile buffers: per-thread slots of core/scratch.h, reused by every call on the thread (no page
+// Tile buffers: per-thread slots of kernels/scratch.h, reused by every call on the thread (no page
 // faults in the steady state; bounded by the largest call: ~8 * T * hd floats per thread for
 // the backward, plus a copy of V on the calling thread for the forward). Slots 0..11: the tiles,
 // 12: the calling thread's V copy.

@@ -18,7 +18,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/profile.h"
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 #include "core/timer.h"
 #include "kernels/gemm_args.h"
 #include "kernels/gemm_micro.h"

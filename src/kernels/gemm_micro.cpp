@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm_args.h"
 #include "kernels/gemm_micro_body.h"

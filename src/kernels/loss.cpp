@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/profile.h"
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm.h"
 #include "kernels/loss_body.h"
@@ -66,7 +66,7 @@ LossSums chunked_loss(const char* name, const float* x, const WT* W, const int32
   const auto row_lse = OLMO_DISPATCH(loss_row_lse);
   const auto row_grad = OLMO_DISPATCH(loss_row_grad);
 
-  // Tiles in this thread's scratch (core/scratch.h): allocated and page-faulted once per run.
+  // Tiles in this thread's scratch (kernels/scratch.h): allocated and page-faulted once per run.
   float* xc = scratch<float>(Scratch::loss_x, C * D);
   float* logits = scratch<float>(Scratch::loss_logits, C * V);
   float* dxc = dx ? scratch<float>(Scratch::loss_dx, C * D) : nullptr;

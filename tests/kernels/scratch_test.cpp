@@ -1,4 +1,4 @@
-// Per-thread scratch (core/scratch.h): 64-byte aligned, a request no larger than the slot's
+// Per-thread scratch (kernels/scratch.h): 64-byte aligned, a request no larger than the slot's
 // capacity returns the same buffer with its contents kept, a larger one grows it, slots are
 // independent, and each thread has its own buffers.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 
 using olmo::Scratch;
 using olmo::scratch;

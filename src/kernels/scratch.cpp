@@ -1,5 +1,5 @@
 // Per-thread growing scratch buffers (contract in scratch.h).
-#include "core/scratch.h"
+#include "kernels/scratch.h"
 
 #include <cstdlib>
 #include <new>
