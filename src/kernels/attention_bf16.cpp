@@ -93,7 +93,7 @@ void decide_attention() {
     g_attn_why = "attention (bf16_mixed): fp32 kernels (no AVX512_BF16 in use)";
   } else {
     const AttnProbe p = probe_attention_precisions();
-    g_attn_choice = p.bf16_gflops >= 1.1 * p.fp32_gflops;
+    g_attn_choice = p.bf16_gflops / p.fp32_gflops >= 1.1;  // the ratio (1.1 * x rounds up)
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "attention (bf16_mixed): %s kernels (probe T=%lld H=%lld hd=%lld fwd+bwd: bf16 "
