@@ -47,9 +47,14 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self, tmp, cpus=2, cred_expire=5):
+    def __init__(self, tmp, cpus=2, cred_expire=5, nodes=None):
+        """nodes: None = one node named after this host with `cpus` CPUs; else a list of node
+        names, each its own slurmd on this machine (`slurmd -N NAME`, its own port, spool,
+        TmpFS and logs: DIR/spool-NAME ...) with `cpus` CPUs each. Open MPI ranks on two such
+        nodes talk TCP over loopback (mpi_env())."""
         self.dir = os.path.join(tmp, "slurm")
         self.host = socket.gethostname().split(".")[0]
+        self.nodes = nodes
         self.cpus = cpus
         self.cred_expire = cred_expire  # also how long a requeued job waits before it restarts
         self.conf = os.path.join(self.dir, "slurm.conf")
@@ -58,7 +63,7 @@ class Cluster:
 
     def _write_conf(self):
         d = self.dir
-        for sub in ("state", "spool", "munge"):
+        for sub in ("state", "spool", "munge", *[f"{x}-{n}" for n in self.nodes or [] for x in ("spool", "tmp")]):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
         self.sock = os.path.join(d, "munge", "munge.socket")
         key = os.path.join(d, "munge", "munge.key")
@@ -77,11 +82,8 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={self.sock},cred_expire={self.cred_expire}
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
 SlurmctldLogFile={d}/ctld.log
-SlurmdLogFile={d}/d.log
 SlurmctldPidFile={d}/ctld.pid
-SlurmdPidFile={d}/d.pid
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -93,9 +95,19 @@ JobRequeue=1
 KillWait=3
 MinJobAge=600
 SchedulerParameters=sched_interval=1
-NodeName={self.host} CPUs={self.cpus} State=UNKNOWN
-PartitionName=p Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
+PartitionName=p Nodes={",".join(self.nodes or [self.host])} Default=YES MaxTime=INFINITE State=UP
 """)
+            if not self.nodes:
+                f.write(f"SlurmdSpoolDir={d}/spool\nSlurmdLogFile={d}/d.log\nSlurmdPidFile={d}/d.pid\n"
+                        f"NodeName={self.host} CPUs={self.cpus} State=UNKNOWN\n")
+                return
+            # Several slurmd on one machine: per-node paths (%n = node name), a short timeout
+            # so that a killed node is marked DOWN within seconds.
+            f.write(f"SlurmdSpoolDir={d}/spool-%n\nSlurmdLogFile={d}/d-%n.log\n"
+                    f"SlurmdPidFile={d}/d-%n.pid\nTmpFS={d}/tmp-%n\nSlurmdTimeout=5\n")
+            for n in self.nodes:
+                f.write(f"NodeName={n} NodeHostname={self.host} NodeAddr=127.0.0.1 Port={free_port()} "
+                        f"CPUs={self.cpus} State=UNKNOWN\n")
 
     def _start(self, name, argv, pid_file):
         p = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30)
@@ -117,11 +129,15 @@ PartitionName=p Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
                                f"--log-file={d}/munge/munged.log", f"--seed-file={d}/munge/seed"],
                     f"{d}/munge/munged.pid")
         self._start("slurmctld", [f"{SBIN}/slurmctld", "-f", self.conf, "-i"], f"{d}/ctld.pid")
-        self._start("slurmd", [f"{SBIN}/slurmd", "-f", self.conf], f"{d}/d.pid")
+        if self.nodes:
+            for n in self.nodes:
+                self._start(f"slurmd {n}", [f"{SBIN}/slurmd", "-f", self.conf, "-N", n], f"{d}/d-{n}.pid")
+        else:
+            self._start("slurmd", [f"{SBIN}/slurmd", "-f", self.conf], f"{d}/d.pid")
         t0 = time.time()
         while True:
-            p = self.run(["sinfo", "-h", "-o", "%T"], check=False)
-            if p.stdout.strip() == "idle":
+            p = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False)
+            if p.stdout.split() == ["idle"] * len(self.nodes or [1]):
                 break
             if time.time() - t0 > 30:
                 raise RuntimeError(f"the node did not become idle in 30 s (sinfo: {p.stdout}{p.stderr})"
@@ -134,10 +150,24 @@ PartitionName=p Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
         self.stop()
         return False
 
+    def daemon_pid(self, name, pid_file):
+        """The pid in pid_file if that process still is the daemon (a pid file left by a killed
+        daemon may name a reused pid: never signalled), else None."""
+        try:
+            pid = int(open(pid_file).read().split()[0])
+            exe = name.split()[0]
+            if exe.encode() in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0]:
+                return pid
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
     def stop(self):
         for name, pid_file in reversed(self.pids):
             try:
-                pid = int(open(pid_file).read().split()[0])
+                pid = self.daemon_pid(name, pid_file)
+                if pid is None:
+                    continue
                 os.kill(pid, signal.SIGTERM)
                 for _ in range(100):
                     os.kill(pid, 0)
@@ -149,7 +179,7 @@ PartitionName=p Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
 
     def logs(self, n=20):
         out = ""
-        for f in ("ctld.log", "d.log", "munge/munged.log"):
+        for f in ("ctld.log", "d.log", *[f"d-{x}.log" for x in self.nodes or []], "munge/munged.log"):
             p = os.path.join(self.dir, f)
             if os.path.exists(p):
                 out += f"\n--- {p} (last {n} lines)\n" + "".join(open(p).readlines()[-n:])
@@ -233,6 +263,13 @@ def job_env():
     e = dict(os.environ)
     e.pop("OMP_NUM_THREADS", None)
     return e
+
+
+def mpi_env():
+    """Open MPI over loopback TCP: ranks on two Slurm nodes of one machine (by default Open MPI
+    leaves the loopback interface out, and the nodes' names differ, so it does not use shared
+    memory between them)."""
+    return {"OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
 
 
 def skip_if_missing():
