@@ -35,12 +35,7 @@ def body(tmp, du, lu):
         pid = int(open(hold).read().split()[0])
         os.kill(pid, signal.SIGKILL)
         print(f"killed task 1 (pid {pid}) in step {HOLD_STEP}", flush=True)
-        j = c.wait_job(job, 240)
-        out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
-        print(f"job {job}: {j.get('JobState')} exit {j.get('ExitCode')} restarts "
-              f"{j.get('Restarts')} in {time.time() - t0:.1f} s", flush=True)
-        ok = su.check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0"
-                      and j.get("Restarts") == "0", f"job {j}\n{out[-3000:]}")
+        ok = c.completed(job, script, t0, "after the lost task", restarts=0)
         fails, launches = lu.events(run, "failure"), lu.events(run, "launch")
         su.check(len(fails) == 1 and len(launches) == 2 and launches[1]["checkpoint_step"] >= 2,
                  f"expected one failure and a relaunch from a checkpoint: failures {fails}, "

@@ -51,12 +51,8 @@ def body(tmp, du, lu):
         t_lost = time.time()
         print(f"node n2 lost in step {HOLD_STEP}: SIGKILL to its slurmd ({slurmd}), the step's "
               f"slurmstepd ({stepd}) and rank 1 ({rank})", flush=True)
-        j = c.wait_job(job, 240)
-        out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
-        print(f"job {job}: {j.get('JobState')} exit {j.get('ExitCode')} on {j.get('NodeList')} in "
-              f"{time.time() - t0:.1f} s ({time.time() - t_lost:.1f} s after the loss)", flush=True)
-        ok = su.check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0",
-                      f"job {j}\n{out[-4000:]}{c.logs(15)}")
+        ok = c.completed(job, script, t0, "after the lost node")
+        print(f"{time.time() - t_lost:.1f} s from the loss to the end", flush=True)
         launches, fails = lu.events(run, "launch"), lu.events(run, "failure")
         su.check([e["world"] for e in launches] == [2, 1] and len(fails) == 1
                  and launches[1]["hosts"] == "n1:1" and launches[1]["checkpoint_step"] >= 2,

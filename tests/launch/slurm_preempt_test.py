@@ -48,13 +48,7 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, ta
         c.run(["scontrol", "update", f"JobId={job}", f"NumTasks={regrow}", f"NumCPUs={regrow}"])
         c.run(["scontrol", "release", job])
         print(f"{name}: the requeued job was given --ntasks={regrow}", flush=True)
-    j = c.wait_job(job, 240)
-    secs = time.time() - t0
-    out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
-    print(f"{name}: job {job} {j.get('JobState')} exit {j.get('ExitCode')} restarts "
-          f"{j.get('Restarts')} in {secs:.1f} s", flush=True)
-    ok = su.check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0"
-                  and j.get("Restarts") == "1", f"{name}: job {j}\n{out[-3000:]}")
+    ok = c.completed(job, script, t0, name, restarts=1)
     stops = [r for r in du.td.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
     pre, req = lu.events(run, "preempted"), lu.events(run, "requeue")
     launches, fails = lu.events(run, "launch"), lu.events(run, "failure")

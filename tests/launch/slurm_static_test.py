@@ -39,12 +39,7 @@ def body(tmp, du, lu):
             script = su.job_script(os.path.join(tmp, f"job{tasks}.sh"), tasks, lines)
             t0 = time.time()
             job = c.sbatch(script, ["-D", tmp], env=su.job_env())
-            j = c.wait_job(job, 240)
-            out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
-            print(f"{tasks} task(s): job {job} {j.get('JobState')} exit {j.get('ExitCode')} in "
-                  f"{time.time() - t0:.1f} s", flush=True)
-            if not su.check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0",
-                            f"{tasks} tasks: job {j}\n{out[-3000:]}"):
+            if not c.completed(job, script, t0, f"{tasks} task(s)"):
                 continue
             st = du.start_record(run)
             su.check(st["world"] == tasks and "mpi" in st["dist_backend"],

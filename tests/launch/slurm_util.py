@@ -210,6 +210,17 @@ PartitionName=p Nodes={",".join(self.nodes or [self.host])} Default=YES MaxTime=
                 out.setdefault(k, v)
         return out
 
+    def completed(self, job, script, t0, what, restarts=None):
+        """Waits for job (sbatch'ed script, started at t0), prints its end, and checks that it
+        COMPLETED with exit 0:0 (and `restarts` requeues when given); True when so."""
+        j = self.wait_job(job, 240)
+        out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
+        print(f"{what}: job {job} {j.get('JobState')} exit {j.get('ExitCode')} restarts "
+              f"{j.get('Restarts')} on {j.get('NodeList')} in {time.time() - t0:.1f} s", flush=True)
+        return check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0"
+                     and (restarts is None or j.get("Restarts") == str(restarts)),
+                     f"{what}: job {j}\n{out[-4000:]}{self.logs(15)}")
+
     def wait_job(self, job, timeout, states=("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
                                             "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")):
         t0 = time.time()
