@@ -217,8 +217,9 @@ static void visit_fields(C& c, V&& visit) {
   v("dist.bucket_mb", c.dist.bucket_mb,
     "gradient bucket size of the non-blocking reduce-scatter (MiB of fp32 gradient)", Recipe::none);
   v("dist.overlap", c.dist.overlap,
-    "reduce-scatter each block's gradient as the backward of the step's last micro-batch "
-    "produces it (hides the communication; the same bits either way)", Recipe::none);
+    "reduce-scatter each block's gradient as the backward produces it (the step's last "
+    "micro-batch; every micro-batch with the sharded exact accumulator, which then sends "
+    "fp32): hides the communication, the same bits either way", Recipe::none);
   v("dist.zero_stage", c.dist.zero_stage,
     "2: full parameters on every process (ZeRO-1/2); 3: parameters sharded too, each block "
     "all-gathered before use (needs dist.reduce=exact; no evaluation during training)",
@@ -715,8 +716,9 @@ static const char* type_name(const std::map<std::string, std::string>&) {
 std::vector<FieldInfo> describe_fields() {
   const Config c;
   std::vector<FieldInfo> out;
-  visit_fields(c, [&](const std::string& key, const auto& member, const std::string& doc) {
-    FieldInfo f{key, type_name(member), show(member), doc, {}};
+  visit_fields(c, [&](const std::string& key, const auto& member, const std::string& doc,
+                      Recipe recipe) {
+    FieldInfo f{key, type_name(member), show(member), doc, {}, recipe};
     if (const ChoiceField* ch = choice_field(key)) {
       f.type = "choice";
       f.choices = ch->values;

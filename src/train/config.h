@@ -255,27 +255,29 @@ std::string to_yaml(const Config& c);
 // Every known dotted key (for docs and suggestions).
 std::vector<std::string> known_keys();
 
-// One row of the field table, for the generated reference (config_reference.h):
-// type = string | int | float | bool | choice | list of int | list of float | list of string |
-// map of label: path; default_value as to_yaml prints it for a default-constructed Config.
-struct FieldInfo {
-  std::string key, type, default_value, doc;
-  std::vector<std::string> choices;  // the allowed values of a choice field, else empty
-};
-std::vector<FieldInfo> describe_fields();  // every field, in to_yaml order
-
 // How a field bears on the run's trajectory: the class each field of the table is declared
 // with (visit_fields, config.cpp), read by the recipe check on resume (train/recipe_check.h).
 enum class Recipe {
   unclassified,  // declared without a class: treated as trajectory (refused), and a test fails
   trajectory,    // changes the math of later steps: recorded, a change on resume refused
   schedule,      // trajectory, part of the LR schedule (allow_schedule_change allows these)
-  rounding,      // same math, other bits (measured: reduction order): recorded and refused
+  rounding,      // same math, other bits (measured on tiny.yaml): recorded and refused
   model,         // the architecture: recorded; a resume can never change it (the weights)
   start,         // read only when a run starts (init, phase start); a resume never reads it
   none,          // does not change the bits of later steps (intervals, reporting, layout)
 };
 const char* recipe_class_name(Recipe r);  // "trajectory", "schedule", ...
+
+// One row of the field table, for the generated reference (config_reference.h):
+// type = string | int | float | bool | choice | list of int | list of float | list of string |
+// map of label: path; default_value as to_yaml prints it for a default-constructed Config.
+struct FieldInfo {
+  std::string key, type, default_value, doc;
+  std::vector<std::string> choices;  // the allowed values of a choice field, else empty
+  Recipe recipe = Recipe::unclassified;
+};
+std::vector<FieldInfo> describe_fields();  // every field, in to_yaml order
+
 // Every field with its class and its value (JSON: numbers, strings, a choice's name, lists,
 // maps), in to_yaml order.
 struct FieldValue {
