@@ -183,9 +183,10 @@ def main():
         # 2. fields that do not change the trajectory: accepted, and the same bits
         same = ["trainer.log_interval=2", "trainer.save_interval=1", "trainer.keep_last=5",
                 "eval.interval=1", "dist.bucket_mb=1", "dist.exact_accumulator=sharded",
-                "dist.zero_stage=3", "model.activation_checkpointing.mode=full",
-                "data.processes=1", "audit.enabled=false", "trainer.init_seed=99",
-                "trainer.max_nonfinite_steps=3", "validation.interval=1", "trainer.profile=true"]
+                "dist.zero_stage=3", "dist.overlap=false",
+                "model.activation_checkpointing.mode=full", "data.processes=1",
+                "audit.enabled=false", "trainer.init_seed=99", "trainer.max_nonfinite_steps=3",
+                "validation.interval=1", "trainer.profile=true"]
         for kv in same:
             r = os.path.join(tmp, "same_" + kv.split("=")[0])
             shutil.copytree(base, r)
