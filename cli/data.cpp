@@ -17,7 +17,7 @@
 //       DataMix(NAME).build(DIR, T); --census adds "present P of N files, K tokens[, first
 //       missing PATH]"; --list prints the known names
 #include <cstdio>
-#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,8 +72,13 @@ int global_indices(const Args& a) {
   return 0;
 }
 
-void write_raw(std::ofstream& f, const std::vector<int32_t>& v) {
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+void write_raw(olmo::AtomicFile* f, const std::vector<int32_t>& v) {
+  if (f) f->write(v.data(), v.size() * 4);
+}
+
+// An optional output (--out-tokens, ...): published atomically (core AtomicFile) by commit().
+std::unique_ptr<olmo::AtomicFile> open_out(const Args& a, const char* flag) {
+  return a.has(flag) ? std::make_unique<olmo::AtomicFile>(a.get(flag)) : nullptr;
 }
 
 int info(const Args& a) {
@@ -107,13 +112,11 @@ int batches(const Args& a) {
   int64_t max_batches = a.get_int("--batches", -1);
   if (a.has("--epochs")) dl.set_max_epochs(a.get_int("--epochs", 1));
   else if (max_batches < 0) dl.set_max_epochs(dl.epoch());
-  std::ofstream tok, js;
-  if (a.has("--out-tokens")) tok.open(a.get("--out-tokens"), std::ios::binary);
-  if (a.has("--out-jsonl")) js.open(a.get("--out-jsonl"));
+  auto tok = open_out(a, "--out-tokens"), js = open_out(a, "--out-jsonl");
   od::DataLoader::Batch b;
   for (int64_t n = 0; (max_batches < 0 || n < max_batches) && dl.next(b); ++n) {
-    if (tok.is_open()) write_raw(tok, b.tokens);
-    if (js.is_open()) {
+    write_raw(tok.get(), b.tokens);
+    if (js) {
       nlohmann::json j = {{"epoch", b.epoch}, {"batch", b.batch_index},
                           {"indices", b.instance_indices}, {"hash", olmo::hex64(b.global_hash)}};
       if (a.has("--doc-lens")) {
@@ -121,9 +124,11 @@ int batches(const Args& a) {
         for (int64_t i : b.instance_indices) dls.push_back(ds.document_lengths(i));
         j["doc_lens"] = dls;
       }
-      js << j.dump() << "\n";
+      js->write(j.dump() + "\n");
     }
   }
+  if (tok) tok->commit();
+  if (js) js->commit();
   if (a.has("--state-out")) olmo::write_file_atomic(a.get("--state-out"), dl.state().dump(1));
   return 0;
 }
@@ -136,13 +141,15 @@ int eval(const Args& a) {
                      static_cast<uint32_t>(a.get_int("--vocab", olmo::kDolma2VocabSize)), options(a));
   const int64_t T = ds.seq_len();
   std::vector<int32_t> ids(T), tg(T);
-  std::ofstream ft(a.require("--out-tokens"), std::ios::binary), fy;
-  if (a.has("--out-targets")) fy.open(a.get("--out-targets"), std::ios::binary);
+  olmo::AtomicFile ft(a.require("--out-tokens"));
+  auto fy = open_out(a, "--out-targets");
   for (int64_t i = 0; i < ds.size(); ++i) {
     ds.read(i, ids.data(), tg.data(), nullptr);
-    write_raw(ft, ids);
-    if (fy.is_open()) write_raw(fy, tg);
+    write_raw(&ft, ids);
+    write_raw(fy.get(), tg);
   }
+  ft.commit();
+  if (fy) fy->commit();
   std::printf("instances %lld truncated %lld fingerprint %s\n", (long long)ds.size(),
               (long long)ds.num_truncated(), ds.fingerprint().c_str());
   return 0;

@@ -97,21 +97,14 @@ int run_logits(int argc, char** argv) {
   }
   if (!a.has("--out")) return 0;
   const std::string out = a.get("--out");
-  const std::string tmp = out + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  OLMO_CHECK(f, out, ": cannot create: ", std::strerror(errno));
+  olmo::AtomicFile f(out);  // core: temporary, fsync, rename, fsync dir; removed on failure
   std::vector<float> logits;
-  bool ok = true;
   for (const auto& s : seqs) {
     logits.resize(s.size() * size_t(V));
     m.forward_logits(s.data(), 1, int64_t(s.size()), logits.data());
-    ok = ok && std::fwrite(logits.data(), 4, logits.size(), f) == logits.size();
+    f.write(logits.data(), 4 * logits.size());
   }
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), out.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw olmo::Error(olmo::cat(out, ": write failed: ", std::strerror(errno)));
-  }
+  f.commit();
   return 0;
 }
 

@@ -1,8 +1,12 @@
 // `olmo plot RUN_DIR [--out PNG]`: draws the train and held-out loss curves of a run to a PNG by
-// running scripts/plot_run.py (matplotlib) with the project venv python.
+// running scripts/plot_run.py (matplotlib) with the project venv python. The script draws into
+// the temporary of a core AtomicFile (--write-to), published under the final name once it exits 0.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,17 +28,29 @@ int run_plot(int argc, char** argv) {
   if (!olmo::file_exists(py)) py = "python3";
   std::string script = std::string(OLMO_SOURCE_DIR) + "/scripts/plot_run.py";
   OLMO_CHECK(olmo::file_exists(script), "missing ", script);
-  std::vector<std::string> args = {py, script, a.positional()[0]};
-  if (a.has("--out")) {
-    args.push_back("--out");
-    args.push_back(a.get("--out"));
-  }
+  const std::string out = a.has("--out") ? a.get("--out") : a.positional()[0] + "/loss.png";
+  olmo::AtomicFile png(out);  // the child fills png.temp_path(); commit fsyncs and renames it
+  std::vector<std::string> args = {py, script, a.positional()[0], "--out", out,
+                                   "--write-to", png.temp_path()};
   std::vector<char*> cargs;
   for (auto& s : args) cargs.push_back(s.data());
   cargs.push_back(nullptr);
   std::fflush(stdout);
-  execvp(cargs[0], cargs.data());
-  throw olmo::Error(olmo::cat("cannot run ", py, " ", script));
+  const pid_t pid = fork();
+  OLMO_CHECK(pid >= 0, "plot: cannot fork: ", std::strerror(errno));
+  if (pid == 0) {
+    execvp(cargs[0], cargs.data());
+    std::fprintf(stderr, "olmo plot: cannot run %s %s: %s\n", py.c_str(), script.c_str(),
+                 std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;  // png's destructor removes the temporary
+  png.commit();
+  return 0;
 }
 
 OLMO_COMMAND("plot", "draw a run's train / held-out loss curves to PNG (matplotlib)", run_plot);

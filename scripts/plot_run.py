@@ -23,6 +23,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--write-to", default=None,
+                    help="draw into this file instead of --out (olmo plot: the temporary it "
+                         "publishes under --out once this script succeeds)")
     a = ap.parse_args()
     path = os.path.join(a.run_dir, "metrics.jsonl")
     if not os.path.exists(path):
@@ -70,7 +73,7 @@ def main():
     ax.legend()
     out = a.out or os.path.join(a.run_dir, "loss.png")
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fig.savefig(a.write_to or out, dpi=120, format="png")
     print(out)
 
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace olmo::ckpt::detail {
 
@@ -42,20 +43,15 @@ inline int64_t numel_of(const std::vector<int64_t>& s) {
   return n;
 }
 
-// write() all of [p, p+n) to fd, honouring the fault hook; throws naming `path`.
+// write() all of [p, p+n) to fd (core's write_all_fd), honouring the fault hook; throws naming `path`.
 inline void write_all(int fd, const std::string& path, const void* p, size_t n) {
   if (fault_hook() && !fault_hook()(path, n))
     throw Error(cat(path, ": write failed: ", std::strerror(ENOSPC), " (injected fault)"));
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, c, std::min<size_t>(n, size_t(1) << 30));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) throw Error(cat(path, ": write failed: ", std::strerror(w < 0 ? errno : EIO)));
-    c += w;
-    n -= static_cast<size_t>(w);
-  }
+  write_all_fd(fd, path, p, n);
 }
 
+// A file inside the stepN-tmp staging directory: written in place and fsynced, no rename of its
+// own -- the directory is the unit that is published atomically (core publish_dir).
 inline void write_whole_file(const std::string& path, const std::string& data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   OLMO_CHECK(fd >= 0, path, ": cannot create: ", std::strerror(errno));
@@ -71,16 +67,6 @@ inline void write_whole_file(const std::string& path, const std::string& data) {
     throw Error(cat(path, ": fsync failed: ", e));
   }
   OLMO_CHECK(::close(fd) == 0, path, ": close failed: ", std::strerror(errno));
-}
-
-// fsync a directory, throwing on failure (core's fsync_dir is best effort).
-inline void fsync_dir_checked(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  OLMO_CHECK(fd >= 0, dir, ": cannot open directory for fsync: ", std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  OLMO_CHECK(rc == 0, dir, ": fsync failed: ", std::strerror(err));
 }
 
 inline nlohmann::json parse_json_file(const std::string& path, const std::string& text) {

@@ -256,7 +256,7 @@ void CheckpointWriter::close_shard() {
   const nlohmann::json shard = {{"rank", rank_}, {"world", world_}, {"step", step_},
                                 {"file", file_name_}, {"nbytes", pos_}, {"tensors", tensors}};
   write_whole_file(cat(tmp_dir_, "/", rank_file("shard", rank_, "json")), shard.dump(1));
-  fsync_dir_checked(tmp_dir_);
+  fsync_dir(tmp_dir_);
   committed_ = true;  // this rank's part is done
 }
 
@@ -316,25 +316,11 @@ std::string CheckpointWriter::commit() {
   // 4. Marker last, then the directory itself.
   const nlohmann::json marker = {{"step", step_}, {"index_checksum", hex64(hash64(index_text.data(), index_text.size()))}};
   write_whole_file(cat(tmp_dir_, "/", kMarker), marker.dump() + "\n");
-  fsync_dir_checked(tmp_dir_);
-  // 5. Atomic publish. An existing stepN (re-save of the same step) is moved aside first and
-  // deleted only after the new one is in place.
-  std::error_code ec;
-  std::string old;
-  if (fs::exists(final_dir_, ec)) {
-    old = cat(run_dir_, "/step", step_, "-old-tmp");
-    fs::remove_all(old, ec);
-    OLMO_CHECK(::rename(final_dir_.c_str(), old.c_str()) == 0, final_dir_, ": cannot move old checkpoint aside: ",
-               std::strerror(errno));
-  }
-  if (::rename(tmp_dir_.c_str(), final_dir_.c_str()) != 0) {
-    const std::string e = std::strerror(errno);
-    if (!old.empty()) ::rename(old.c_str(), final_dir_.c_str());
-    throw Error(cat(tmp_dir_, ": rename to ", final_dir_, " failed: ", e));
-  }
+  fsync_dir(tmp_dir_);
+  // 5. Atomic publish (core publish_dir): an existing stepN (re-save of the same step) is moved
+  // aside to stepN-old-tmp and deleted only after the new one is in place; run_dir fsynced.
+  publish_dir(tmp_dir_, final_dir_);
   committed_ = true;
-  fsync_dir_checked(run_dir_);
-  if (!old.empty()) fs::remove_all(old, ec);
   return final_dir_;
 }
 

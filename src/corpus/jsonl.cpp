@@ -301,25 +301,23 @@ std::vector<Document> read_documents(const std::string& path, JsonlOptions opt) 
 // ---- JsonlWriter ---------------------------------------------------------------------------
 
 struct JsonlWriter::Impl {
+  explicit Impl(const std::string& path) : f(path) {}
+  AtomicFile f;  // core: temporary in the same directory, published by close()
   Compression comp = Compression::kNone;
-  FILE* f = nullptr;
   ZSTD_CStream* zs = nullptr;
   z_stream gz{};
   bool gz_init = false;
   std::vector<char> out;
   ~Impl() {
-    if (f) std::fclose(f);
     if (zs) ZSTD_freeCStream(zs);
     if (gz_init) deflateEnd(&gz);
   }
 };
 
 JsonlWriter::JsonlWriter(const std::string& path)
-    : path_(path), tmp_(cat(path, ".tmp.", ::getpid())), impl_(std::make_unique<Impl>()) {
+    : path_(path), impl_(std::make_unique<Impl>(path)) {
   Impl& m = *impl_;
   m.comp = compression_of(path);
-  m.f = std::fopen(tmp_.c_str(), "wb");
-  OLMO_CHECK(m.f, path, ": cannot create ", tmp_, ": ", std::strerror(errno));
   m.out.resize(1 << 17);
   if (m.comp == Compression::kZstd) {
     m.zs = ZSTD_createCStream();
@@ -333,18 +331,12 @@ JsonlWriter::JsonlWriter(const std::string& path)
   }
 }
 
-JsonlWriter::~JsonlWriter() {
-  if (!closed_) {
-    impl_.reset();
-    ::unlink(tmp_.c_str());
-  }
-}
+JsonlWriter::~JsonlWriter() = default;  // uncommitted: AtomicFile removes the temporary
 
 void JsonlWriter::put(std::string_view bytes, bool flush) {
   Impl& m = *impl_;
   auto emit = [&](const char* p, size_t n) {
-    if (n == 0) return;  // (p may be null: fwrite's argument must not be)
-    OLMO_CHECK(std::fwrite(p, 1, n, m.f) == n, path_, ": write failed: ", std::strerror(errno));
+    if (n > 0) m.f.write(p, n);
   };
   if (m.comp == Compression::kNone) {
     emit(bytes.data(), bytes.size());
@@ -384,13 +376,7 @@ void JsonlWriter::write(const Document& doc) {
 void JsonlWriter::close() {
   if (closed_) return;
   put({}, true);
-  Impl& m = *impl_;
-  OLMO_CHECK(std::fflush(m.f) == 0 && ::fsync(::fileno(m.f)) == 0, path_,
-             ": flush failed: ", std::strerror(errno));
-  std::fclose(m.f);
-  m.f = nullptr;
-  OLMO_CHECK(::rename(tmp_.c_str(), path_.c_str()) == 0, path_, ": rename failed: ",
-             std::strerror(errno));
+  impl_->f.commit();
   closed_ = true;
 }
 

@@ -107,7 +107,7 @@ class JsonlWriter {
 
  private:
   void put(std::string_view bytes, bool flush);
-  std::string path_, tmp_;
+  std::string path_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   uint64_t docs_ = 0, text_bytes_ = 0;

@@ -52,21 +52,15 @@ std::string gzip_compress(const std::string& bytes, int level) {
 // ---- writer --------------------------------------------------------------------------------
 
 TokenFileWriter::TokenFileWriter(const std::string& npy_path, uint32_t vocab_size)
-    : path_(npy_path), tmp_(cat(npy_path, ".tmp.", ::getpid())), vocab_(vocab_size) {
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  OLMO_CHECK(f_, path_, ": cannot create ", tmp_, ": ", std::strerror(errno));
+    : path_(npy_path), vocab_(vocab_size), f_(npy_path) {
   buf_.reserve(1 << 20);
 }
 
-TokenFileWriter::~TokenFileWriter() {
-  if (f_) std::fclose(f_);
-  if (!committed_) ::unlink(tmp_.c_str());
-}
+TokenFileWriter::~TokenFileWriter() = default;  // uncommitted: AtomicFile removes the temporary
 
 void TokenFileWriter::flush_buffer() {
   if (buf_.empty()) return;
-  size_t n = std::fwrite(buf_.data(), 4, buf_.size(), f_);
-  OLMO_CHECK(n == buf_.size(), path_, ": write failed: ", std::strerror(errno));
+  f_.write(buf_.data(), 4 * buf_.size());
   buf_.clear();
 }
 
@@ -81,7 +75,7 @@ void TokenFileWriter::add_document(const std::string& id, const uint32_t* tokens
   tokens_ += n;
   if (buf_.size() + n > buf_.capacity()) flush_buffer();
   if (n > buf_.capacity()) {
-    OLMO_CHECK(std::fwrite(tokens, 4, n, f_) == n, path_, ": write failed: ", std::strerror(errno));
+    f_.write(tokens, 4 * n);
   } else {
     buf_.insert(buf_.end(), tokens, tokens + n);
   }
@@ -90,15 +84,10 @@ void TokenFileWriter::add_document(const std::string& id, const uint32_t* tokens
 void TokenFileWriter::commit() {
   OLMO_CHECK(!committed_, path_, ": committed twice");
   flush_buffer();
-  OLMO_CHECK(std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0, path_, ": flush failed: ",
-             std::strerror(errno));
-  OLMO_CHECK(std::fclose(f_) == 0, path_, ": close failed: ", std::strerror(errno));
-  f_ = nullptr;
+  // The index first: a token file under its final name always has its index beside it.
   write_file_atomic(doc_index_path(path_), gzip_compress(index_csv_));
-  OLMO_CHECK(::rename(tmp_.c_str(), path_.c_str()) == 0, path_, ": rename failed: ",
-             std::strerror(errno));
+  f_.commit();
   committed_ = true;
-  fsync_dir(std::filesystem::path(path_).parent_path().string());
 }
 
 // ---- readers -------------------------------------------------------------------------------

@@ -43,9 +43,9 @@ class TokenFileWriter {
 
  private:
   void flush_buffer();
-  std::string path_, tmp_;
+  std::string path_;
   uint32_t vocab_;
-  FILE* f_ = nullptr;
+  AtomicFile f_;  // core: temporary in the same directory, published by commit()
   std::vector<uint32_t> buf_;
   std::string index_csv_;
   std::vector<DocSpan> index_;

@@ -2,13 +2,11 @@
 #include "model/safetensors.h"
 
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "core/error.h"
 
@@ -236,21 +234,12 @@ void SafetensorsWriter::write(const std::string& path) const {
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(hdr.size()) >> (8 * i));
 
-  std::string tmp = cat(path, ".tmp.", ::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  OLMO_CHECK(f, path, ": cannot create ", tmp, ": ", std::strerror(errno));
-  bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(hdr.data(), 1, hdr.size(), f) == hdr.size();
-  for (size_t i = 0; ok && i < entries_.size(); ++i)
-    ok = nbytes[i] == 0 || std::fwrite(entries_[i].data, 1, nbytes[i], f) == nbytes[i];
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  std::string err = ok ? "" : std::strerror(errno);
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (err.empty()) err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw Error(cat(path, ": write failed: ", err));
-  }
-  fsync_dir(std::filesystem::path(path).parent_path().string());
+  AtomicFile f(path);  // core: temporary, fsync, rename, fsync dir; removed on failure
+  f.write(len, 8);
+  f.write(hdr);
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (nbytes[i] > 0) f.write(entries_[i].data, nbytes[i]);
+  f.commit();
 }
 
 }  // namespace olmo::model
