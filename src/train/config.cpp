@@ -27,9 +27,12 @@ namespace olmo::train {
 // The field table. V is called as v(key, member, doc) for every field, in print order (key and
 // doc as std::string), or as v(key, member, doc, recipe) where it takes the field's Recipe class
 // (config.h): whether a change on resume changes the run's trajectory. Classes that rest on a
-// measurement: rounding (data.micro_batch_tokens, trainer.threads, dist.reduce: 3 steps of
-// tiny.yaml end in other bits, all tensors) and none for model.activation_checkpointing.*,
-// dist.exact_accumulator, dist.bucket_mb and dist.zero_stage (the same bits).
+// measurement: rounding (data.micro_batch_tokens, dist.reduce: 3 steps of tiny.yaml end in
+// other bits, all tensors) and none for model.activation_checkpointing.*,
+// dist.exact_accumulator, dist.bucket_mb, dist.overlap and dist.zero_stage (the same bits).
+// trainer.threads is none although it can change the last bits (AVX2: oneDNN's fp32 GEMM splits
+// the reduction by thread count; tests/distributed/world_size_test.py measures it): it is the
+// machine's, like the ISA, and an elastic or requeued job resumes on what it is given.
 // The model's architecture keys come from the one ModelConfig description
 // (model/config_fields.h), so a model field is described there and nowhere here.
 template <class C, class V>
@@ -195,7 +198,7 @@ static void visit_fields(C& c, V&& visit) {
     "restore the optimizer state from load_path", Recipe::start);
   v("trainer.progress", c.trainer.progress, "progress bar (auto: on a terminal)", Recipe::none);
   v("trainer.threads", c.trainer.threads, "OpenMP threads (0 = leave the default)",
-    Recipe::rounding);
+    Recipe::none);
   v("trainer.log_batch_indices", c.trainer.log_batch_indices,
     "write each step's dataset instance indices (for audits)", Recipe::none);
   v("trainer.init_from_hf", c.trainer.init_from_hf,

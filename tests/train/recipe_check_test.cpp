@@ -76,11 +76,12 @@ TEST(RecipeCheck, EveryFieldIsClassified) {
   for (const char* k : {"optim.lr", "trainer.max_steps", "scheduler.name"})
     EXPECT_EQ(cls(k), Recipe::schedule) << k;
   for (const char* k : {"trainer.log_interval", "trainer.save_interval", "eval.interval",
-                        "data.processes", "dist.exact_accumulator", "dist.zero_stage"})
+                        "data.processes", "dist.exact_accumulator", "dist.zero_stage",
+                        "dist.overlap", "trainer.threads"})
     EXPECT_EQ(cls(k), Recipe::none) << k;
   EXPECT_EQ(cls("model.d_model"), Recipe::model);
   EXPECT_EQ(cls("data.seq_len"), Recipe::model);  // the model's max_seq_len
-  for (const char* k : {"data.micro_batch_tokens", "trainer.threads", "dist.reduce"})
+  for (const char* k : {"data.micro_batch_tokens", "dist.reduce"})
     EXPECT_EQ(cls(k), Recipe::rounding) << k;
 }
 

@@ -44,7 +44,7 @@ MUST_REFUSE = ["optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
                "optim.embedding_weight_decay", "optim.max_grad_norm", "trainer.z_loss_multiplier",
                "scheduler.warmup_steps", "trainer.max_steps", "data.global_batch_tokens",
                "data.seq_len", "data.micro_batch_tokens", "data.mix", "data.seed",
-               "trainer.threads", "dist.reduce", "trainer.loss_normalization", "model.d_model"]
+               "dist.reduce", "trainer.loss_normalization", "model.d_model"]
 NO_EFFECT_HERE = {"trainer.loss_normalization", "trainer.max_steps", "model.d_model",
                   "data.seq_len"}
 
@@ -196,6 +196,13 @@ def main():
                   f"{kv} on resume: accepted, step 3 bitwise equal to the unchanged resume "
                   f"(rc {q.returncode} {q.stderr.strip()[-200:]})")
             shutil.rmtree(r)
+        # the thread count is the machine's (it may change the last bits: not compared)
+        r = os.path.join(tmp, "threads")
+        shutil.copytree(base, r)
+        q = train(r, data, "trainer.threads=2")
+        check(q.returncode == 0 and os.path.isdir(os.path.join(r, "step3")),
+              f"trainer.threads=2 on resume: accepted (rc {q.returncode} {q.stderr.strip()[-200:]})")
+        shutil.rmtree(r)
 
         # 3. the allow path, the ledger and olmo audit
         run = os.path.join(tmp, "allowed")
