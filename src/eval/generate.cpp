@@ -16,7 +16,7 @@ double now_s() {
 }
 }  // namespace
 
-Generation generate(const model::Olmo3& m, const std::vector<std::vector<uint32_t>>& prompts,
+Generation generate(model::Olmo3& m, const std::vector<std::vector<uint32_t>>& prompts,
                     const GenerateOptions& opt) {
   const model::ModelConfig& c = m.config();
   const int64_t B = int64_t(prompts.size()), V = c.vocab_size, ctx = c.max_seq_len;

@@ -44,7 +44,7 @@ struct Generation {
   GenerateStats stats;
 };
 
-Generation generate(const model::Olmo3& m, const std::vector<std::vector<uint32_t>>& prompts,
+Generation generate(model::Olmo3& m, const std::vector<std::vector<uint32_t>>& prompts,
                     const GenerateOptions& opt);
 
 }  // namespace olmo::eval

@@ -25,8 +25,8 @@
 // choices) runs once through the KV-cache decoder (model/kv_cache.h); the choices then continue
 // from copies of its cache, one token per step, up to `group` multi-token choices per batch. A
 // document with a single continuation (bpb tasks) runs as one forward with the LM head on the
-// continuation positions only (Olmo3::forward_loss). The decoder runs the weights in fp32
-// whatever the model's precision.
+// continuation positions only (Olmo3::forward_loss). Both run the model's own block forward in
+// the model's precision (bf16_mixed: bf16 GEMMs; the decode steps' attention in fp32).
 // Memory (plan_icl_kv): one KV sequence costs sum over layers of 2 x slots x kv_dim x 4 bytes
 // (slots = the task's longest query, <= max_len, or the layer's window); the cache holds
 // 1 + group sequences: sequence 0 the context, 1..group the continuations. group = the most

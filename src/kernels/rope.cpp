@@ -149,12 +149,16 @@ RopeTable rope_table(int64_t max_pos, int64_t head_dim, double theta, const Yarn
 }
 
 namespace {
+// pos null: row r = b * T + t is at position t; else row r is at pos[r] (T = 1).
 void rope_apply(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const RopeTable& tab,
-                int64_t row_stride, float sign) {
+                int64_t row_stride, float sign, const int64_t* pos = nullptr) {
   OLMO_CHECK(hd == tab.head_dim, "rope: head_dim ", hd, " does not match the table's ",
              tab.head_dim);
   OLMO_CHECK(T <= tab.max_pos, "rope: sequence length ", T, " exceeds the table's max_pos ",
              tab.max_pos);
+  for (int64_t r = 0; pos && r < B * T; ++r)
+    OLMO_CHECK(pos[r] >= 0 && pos[r] < tab.max_pos, "rope: position ", pos[r],
+               " outside the table's 0..", tab.max_pos - 1);
   if (row_stride == 0) row_stride = H * hd;
   OLMO_PROFILE("rope", 0);
   auto fn = OLMO_DISPATCH(rope_heads);
@@ -163,7 +167,7 @@ void rope_apply(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const Rop
   int64_t grain = (16384 + H * hd - 1) / (H * hd > 0 ? H * hd : 1);
   parallel_blocks(rows, grain, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      int64_t t = r % T;
+      const int64_t t = pos ? pos[r] : r % T;
       fn(x + r * row_stride, H, hd, tab.cos.data() + t * half, tab.sin.data() + t * half, sign);
     }
   });
@@ -178,6 +182,11 @@ void rope_forward(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const R
 void rope_backward(float* dx, int64_t B, int64_t T, int64_t H, int64_t hd, const RopeTable& tab,
                    int64_t row_stride) {
   rope_apply(dx, B, T, H, hd, tab, row_stride, -1.0f);
+}
+
+void rope_forward_at(float* x, int64_t rows, int64_t H, int64_t hd, const RopeTable& tab,
+                     const int64_t* pos) {
+  rope_apply(x, rows, 1, H, hd, tab, 0, 1.0f, pos);
 }
 
 }  // namespace olmo::kernels

@@ -70,6 +70,10 @@ void rope_forward(float* x, int64_t B, int64_t T, int64_t H, int64_t hd, const R
                   int64_t row_stride = 0);
 void rope_backward(float* dx, int64_t B, int64_t T, int64_t H, int64_t hd, const RopeTable& tab,
                    int64_t row_stride = 0);
+// One token per row at its own position: x [rows, H, hd], row r rotated by position pos[r]
+// (incremental decoding, model/kv_cache.h). Throws olmo::Error for a position outside the table.
+void rope_forward_at(float* x, int64_t rows, int64_t H, int64_t hd, const RopeTable& tab,
+                     const int64_t* pos);
 
 // Reference (templated so gradient checks run in double). sign = +1 forward, -1 backward.
 template <class T>

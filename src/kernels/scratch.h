@@ -24,6 +24,8 @@ enum class Scratch : int {
   gemm_a, gemm_b,
   // kernels/gemm_micro.cpp (packed B panel on the calling thread, packed A block per thread)
   gemm_pack_a, gemm_pack_b,
+  // kernels/kv_attention.cpp (one query row's scores against the cache, per thread)
+  kv_scores,
   count
 };
 

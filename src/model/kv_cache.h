@@ -1,5 +1,5 @@
-// Incremental OLMo 3 inference with a KV cache (the same math as Olmo3's forward, olmo3.h, one
-// new token per sequence per step instead of the whole context).
+// Incremental OLMo 3 inference with a KV cache. There is no second forward here: the decoder
+// block's code is Olmo3's (olmo3.h, Olmo3::forward_cached), and the cache is its parameter.
 //
 // KvCache: per layer and sequence, K and V (after QK-norm and RoPE) as [slots, KV, hd] fp32.
 // Full-attention layers keep every position (slots = max_len); sliding layers keep only their
@@ -7,13 +7,13 @@
 // at position p of a layer with window w sees positions max(0, p-w+1)..p, which are exactly the
 // ones still in the ring. Memory: sum over layers of 2 * batch * slots * KV * hd floats.
 //
-// Decoder: prefill(b, prompt) runs a whole prompt of sequence b at once (GEMMs over its tokens,
-// the tiled attention kernel) and stores its K/V; step() then advances any set of sequences by
-// one token each, sequences at different positions in one batch (prompts of different lengths
-// need no padding). The step's attention is a plain loop: one query row per (sequence, head)
-// against the cached keys, softmax in fp32 with the max subtracted. Both return the last
-// token's logits [V] per sequence. RoPE uses the model's tables (YaRN on the layers
-// ModelConfig::yarn_on_layer selects).
+// Decoder: the cache plus the checks of a caller's requests. prefill(b, prompt) runs a whole
+// prompt of sequence b at once (GEMMs over its tokens, the tiled attention kernel, as training
+// does) and stores its K/V; step() then advances any set of sequences by one token each,
+// sequences at different positions in one batch (prompts of different lengths need no padding;
+// the attention is kernels/attention_decode.h against each sequence's ring). Both return the
+// last token's logits [V] per sequence. The model's precision applies (bf16_mixed: bf16 GEMMs,
+// as its training forward).
 // Cost per step: the weight GEMMs (2 * params flops per token, bandwidth-bound at batch 1) plus
 // 4 * hd * H * visible positions for attention.
 // Errors (olmo::Error): a position beyond max_len or the model's max_seq_len, a token id outside
@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/rope.h"
 #include "model/olmo3.h"
 
 namespace olmo::model {
@@ -36,6 +35,9 @@ class KvCache {
   // [slots, KV, hd] of sequence b in `layer`.
   float* k(int64_t layer, int64_t b) { return k_[size_t(layer)].data() + b * stride(layer); }
   float* v(int64_t layer, int64_t b) { return v_[size_t(layer)].data() + b * stride(layer); }
+  // Writes the K/V rows [n, KV*hd] of positions pos..pos+n-1 of sequence b into `layer`'s ring
+  // (of a long run only the last slots(layer) positions land: the ones a query can still see).
+  void store(int64_t layer, int64_t b, int64_t pos, int64_t n, const float* k, const float* v);
   int64_t length(int64_t b) const { return len_[size_t(b)]; }  // = next position of b
   void set_length(int64_t b, int64_t n) { len_[size_t(b)] = n; }
   void reset(int64_t b) { len_[size_t(b)] = 0; }
@@ -53,7 +55,7 @@ class KvCache {
 class Decoder {
  public:
   // The model must outlive the decoder. max_len <= model max_seq_len.
-  Decoder(const Olmo3& m, int64_t batch, int64_t max_len);
+  Decoder(Olmo3& m, int64_t batch, int64_t max_len);
   KvCache& cache() { return cache_; }
   const ModelConfig& config() const { return m_.config(); }
 
@@ -65,18 +67,8 @@ class Decoder {
   void step(const int64_t* seq, const int32_t* tokens, int64_t rows, float* logits);
 
  private:
-  void ensure(int64_t n);
-  // Runs the blocks over n tokens held in x_ (in place), given the K/V attention for each layer.
-  template <class Attend>
-  void blocks(int64_t n, Attend&& attend);
-  void logits_of(const float* x, int64_t n, float* logits);
-
-  const Olmo3& m_;
+  Olmo3& m_;
   KvCache cache_;
-  kernels::RopeTable rope_, rope_yarn_;
-  int64_t cap_ = 0;  // rows the scratch holds
-  FloatBuffer x_, h_, t_, q_, k_, v_, o_, g_, u_, s_, r_, xf_;
-  FloatBuffer att_;  // attention scratch: prefill lse [H, n] or step scores [batch, H, max_len]
 };
 
 }  // namespace olmo::model

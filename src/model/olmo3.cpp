@@ -8,6 +8,9 @@
 // the fp32 activation rounded into one of four bf16 scratch slots right before its GEMMs), and
 // attention through attention_*_bf16 (which round q, k, v, dO while packing their tiles: no bf16
 // copies are stored); the fp32 path makes exactly the kernel calls it always made.
+// KV-cached forward (forward_cached): the same forward() and block_forward() over a lean buffer
+// plan (one block's buffers, x in place; scratch tD and F1 only); block_forward's attention then
+// appends K/V to the cache and, after a prefill, attends with kernels/attention_decode.h.
 #include "model/olmo3.h"
 
 #include <omp.h>
@@ -20,6 +23,7 @@
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/attention_bf16.h"
+#include "kernels/attention_decode.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/gemm.h"
@@ -27,6 +31,7 @@
 #include "kernels/norm.h"
 #include "kernels/swiglu.h"
 #include "model/flops.h"
+#include "model/kv_cache.h"
 
 namespace olmo::model {
 
@@ -48,7 +53,6 @@ FloatBuffer::FloatBuffer(size_t n) : n_(n) {
 void FloatBuffer::Free::operator()(float* p) const { std::free(p); }
 
 struct Olmo3::Acts {
-  int64_t cap = 0;  // tokens the arena holds
   FloatBuffer store, scratch;
   // Pointers for the current N (recomputed by ensure()).
   struct Layer {
@@ -239,28 +243,36 @@ void Olmo3::zero_grad() {
 
 // ----------------------------------------------------------------------------------- buffers
 
-void Olmo3::ensure(int64_t B, int64_t T) {
+void Olmo3::ensure_rope(int64_t positions) {
+  if (rope_.max_pos >= positions) return;
+  const int64_t len = std::max<int64_t>(positions, std::min<int64_t>(cfg_.max_seq_len, 2048));
+  rope_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta);
+  if (cfg_.yarn.enabled())
+    rope_yarn_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta, cfg_.yarn.params(),
+                            cfg_.yarn.formula());
+}
+
+void Olmo3::ensure(int64_t B, int64_t T, bool keep) {
   OLMO_CHECK(B > 0 && T > 0, "Olmo3: batch and sequence length must be positive, got B=", B,
              " T=", T);
   OLMO_CHECK(T <= cfg_.max_seq_len, "Olmo3: sequence length ", T, " exceeds max_seq_len ",
              cfg_.max_seq_len, " of model '", cfg_.name, "'");
-  if (rope_.max_pos < T) {
-    const int64_t len = std::max<int64_t>(T, std::min<int64_t>(cfg_.max_seq_len, 2048));
-    rope_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta);
-    if (cfg_.yarn.enabled())
-      rope_yarn_ = rope_table(len, cfg_.head_dim, cfg_.rope_theta, cfg_.yarn.params(),
-                              cfg_.yarn.formula());
-  }
+  ensure_rope(T);
   Acts& A = *acts_;
   const int64_t N = B * T;
-  if (N > A.cap) {
+  const int64_t D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(), F = cfg_.ffn_hidden;
+  const size_t need_store =
+      size_t(N * (keep ? activation_floats_per_token(cfg_)
+                       : block_activation_floats_per_token(cfg_) + D + 1));
+  const size_t need_scratch = size_t(N * (keep ? scratch_floats_per_token(cfg_) : D + F));
+  if (A.store.size() < need_store || A.scratch.size() < need_scratch) {
+    const size_t ns = std::max(need_store, A.store.size());
+    const size_t nc = std::max(need_scratch, A.scratch.size());
     A.store = FloatBuffer();  // free before allocating the larger arena
     A.scratch = FloatBuffer();
-    A.store = FloatBuffer(size_t(N * activation_floats_per_token(cfg_)));
-    A.scratch = FloatBuffer(size_t(N * scratch_floats_per_token(cfg_)));
-    A.cap = N;
+    A.store = FloatBuffer(ns);
+    A.scratch = FloatBuffer(nc);
   }
-  const int64_t D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(), F = cfg_.ffn_hidden;
   float* p = A.store.data();
   auto take = [&](int64_t n) {
     float* r = p;
@@ -277,6 +289,17 @@ void Olmo3::ensure(int64_t B, int64_t T) {
     l.lse = take(N * cfg_.n_heads);
   };
   A.L.resize(cfg_.n_layers);
+  if (!keep) {  // one block's buffers for every block; x in place, also x_L
+    Acts::Layer slot{};
+    slot.x = take(N * D);
+    take_rest(slot);
+    std::fill(A.L.begin(), A.L.end(), slot);
+    A.xL = slot.x, A.xf = take(N * D), A.rfin = take(N);
+    p = A.scratch.data();
+    A.tD = take(N * D), A.F1 = take(N * F);
+    A.dres = A.F2 = A.F3 = A.Q1 = A.Q2 = A.K1 = A.K2 = A.K3 = nullptr;
+    return;
+  }
   for (int64_t i = 0; i < cfg_.n_layers; ++i) {
     A.L[i].x = take(N * D);
     if (!ckpt_[i]) take_rest(A.L[i]);
@@ -306,7 +329,8 @@ const RopeTable& Olmo3::rope_for(int64_t layer) const {
 // ----------------------------------------------------------------------------------- forward
 
 // Runs embedding, all blocks and the final norm; leaves the normed hidden states in acts_->xf.
-UnitView Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T) {
+UnitView Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T,
+                        const CacheView* kv) {
   Acts& A = *acts_;
   if (bf16() && bf16_stale_ && !provider_) refresh_bf16();
   const UnitView E = acquire(embed_unit());
@@ -314,7 +338,7 @@ UnitView Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B
   release(embed_unit());
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
     const UnitView U = acquire(block_unit(l));
-    block_forward(l, U, doc_ids, B, T, l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL);
+    block_forward(l, U, doc_ids, B, T, l + 1 < cfg_.n_layers ? A.L[l + 1].x : A.xL, kv);
     release(block_unit(l));
   }
   const UnitView H = acquire(head_unit(cfg_.n_layers));
@@ -324,10 +348,12 @@ UnitView Olmo3::forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B
 }
 
 // Block l from its input A.L[l].x: fills the block's activations (the recompute slot for a
-// checkpointed block) and, unless x_next is null (the recompute in backward), its output.
-// Uses scratch tD and F1 and bf16 slot 0.
+// checkpointed block) and, unless x_next is null (the recompute in backward), its output
+// (x_next may be x itself: forward_cached). Uses scratch tD and F1 and bf16 slot 0.
+// kv (forward_cached): row b continues sequence kv->seq[b] of the cache at position kv->pos[b];
+// its K/V go into the cache, and its query attends over the cache (which then holds it too).
 void Olmo3::block_forward(int64_t l, const UnitView& U, const int32_t* doc_ids, int64_t B,
-                          int64_t T, float* x_next) {
+                          int64_t T, float* x_next, const CacheView* kv) {
   Acts& A = *acts_;
   const int64_t N = B * T, D = cfg_.d_model, Q = cfg_.q_dim(), K = cfg_.kv_dim(),
                 F = cfg_.ffn_hidden, H = cfg_.n_heads, KV = cfg_.n_kv_heads, hd = cfg_.head_dim;
@@ -341,13 +367,27 @@ void Olmo3::block_forward(int64_t l, const UnitView& U, const int32_t* doc_ids, 
   mm(false, true, N, K, D, xo, weight(U, w.v), 0.0f, a.v);
   rmsnorm_forward(a.q_raw, U.at(w.q_norm), a.q, a.rq, N, Q, eps);
   rmsnorm_forward(a.k_raw, U.at(w.k_norm), a.k, a.rk, N, K, eps);
-  rope_forward(a.q, B, T, H, hd, rope_for(l));
-  rope_forward(a.k, B, T, KV, hd, rope_for(l));
-  AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
-  if (bf16() && attention_bf16_chosen())
-    attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
-  else
-    attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+  if (kv && !kv->prefill) {  // decode: one token per row, each at its own position
+    rope_forward_at(a.q, B, H, hd, rope_for(l), kv->pos);
+    rope_forward_at(a.k, B, KV, hd, rope_for(l), kv->pos);
+    std::vector<KvRing> ring(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) {
+      kv->cache->store(l, kv->seq[b], kv->pos[b], 1, a.k + b * K, a.v + b * K);
+      ring[size_t(b)] = {kv->cache->k(l, kv->seq[b]), kv->cache->v(l, kv->seq[b])};
+    }
+    attention_decode(B, H, KV, hd, cfg_.layer_window[l], kv->cache->slots(l), a.q, ring.data(),
+                     kv->pos, a.o);
+  } else {
+    rope_forward(a.q, B, T, H, hd, rope_for(l));
+    rope_forward(a.k, B, T, KV, hd, rope_for(l));
+    AttnShape s{B, T, H, KV, hd, cfg_.layer_window[l]};
+    if (bf16() && attention_bf16_chosen())
+      attention_forward_bf16(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+    else
+      attention_forward(s, a.q, a.k, a.v, doc_ids, a.o, a.lse);
+    for (int64_t b = 0; kv && b < B; ++b)  // prefill: positions 0..T-1 into the cache
+      kv->cache->store(l, kv->seq[b], 0, T, a.k + b * T * K, a.v + b * T * K);
+  }
   mm(false, true, N, D, Q, act(a.o, N * Q, 0), weight(U, w.o), 0.0f, a.a);
   rmsnorm_forward(a.a, U.at(w.attn_norm), A.tD, a.ra, N, D, eps);
   add(a.h, a.x, A.tD, N * D);
@@ -469,6 +509,42 @@ void Olmo3::forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* l
   mm(false, true, B * T, cfg_.vocab_size, cfg_.d_model, act(acts_->xf, B * T * cfg_.d_model, 0),
      weight(H, layout_.lm_head), 0.0f, logits);
   release(head_unit(cfg_.n_layers));
+}
+
+void Olmo3::forward_cached(const int32_t* tokens, int64_t B, int64_t T, KvCache& cache,
+                           const int64_t* seq, float* logits) {
+  OLMO_CHECK(B >= 1 && B <= cache.batch() && T >= 1, "Olmo3::forward_cached: ", B, " rows of ",
+             T, " tokens for a cache of ", cache.batch(), " sequences");
+  std::vector<int64_t> pos(static_cast<size_t>(B));
+  bool prefill = true;
+  for (int64_t b = 0; b < B; ++b) {
+    OLMO_CHECK(seq[b] >= 0 && seq[b] < cache.batch(), "Olmo3::forward_cached: sequence ", seq[b],
+               " outside 0..", cache.batch() - 1);
+    for (int64_t j = 0; j < b; ++j)
+      OLMO_CHECK(seq[j] != seq[b], "Olmo3::forward_cached: sequence ", seq[b], " given twice");
+    pos[size_t(b)] = cache.length(seq[b]);
+    OLMO_CHECK(pos[size_t(b)] + T <= cache.max_len(), "Olmo3::forward_cached: sequence ", seq[b],
+               " at ", pos[size_t(b)], " + ", T, " tokens exceeds the cache of ", cache.max_len());
+    prefill = prefill && pos[size_t(b)] == 0;
+  }
+  OLMO_CHECK(prefill || T == 1, "Olmo3::forward_cached: ", T, " tokens per row continue a "
+             "non-empty sequence (after the prefill, one token per step)");
+  ensure(B, T, /*keep=*/false);
+  ensure_rope(cache.max_len());
+  const CacheView kv{&cache, seq, pos.data(), prefill};
+  const UnitView H = forward(tokens, nullptr, B, T, &kv);
+  Acts& A = *acts_;
+  const int64_t D = cfg_.d_model;
+  const float* last = A.xf;  // each row's last token [B, D]
+  if (T > 1) {
+    for (int64_t b = 0; b < B; ++b)
+      std::memcpy(A.tD + b * D, A.xf + (b * T + T - 1) * D, size_t(D) * sizeof(float));
+    last = A.tD;
+  }
+  mm(false, true, B, cfg_.vocab_size, D, act(last, B * D, 0), weight(H, layout_.lm_head), 0.0f,
+     logits);
+  release(head_unit(cfg_.n_layers));
+  for (int64_t b = 0; b < B; ++b) cache.set_length(seq[b], pos[size_t(b)] + T);
 }
 
 }  // namespace olmo::model

@@ -35,6 +35,10 @@
 // offsets into the model's own flat buffers (no copies, the same kernel calls). With a
 // ParamProvider set (ZeRO-3) the model frees its own buffers and the provider supplies each
 // unit's weights and takes each unit's gradient.
+// One decoder block: block_forward() is the block of every forward -- training, evaluation,
+// the activation-checkpoint recompute, and KV-cached generation (forward_cached, kv_cache.h),
+// where the cache is its parameter: positions start at each sequence's cached length, the new
+// K/V are appended to the cache, and attention runs over cache + new tokens.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -50,6 +54,8 @@
 #include "model/params.h"
 
 namespace olmo::model {
+
+class KvCache;  // kv_cache.h
 
 // 64-byte aligned, zero-initialised fp32 array (movable, not copyable).
 class FloatBuffer {
@@ -131,6 +137,15 @@ class Olmo3 {
   // floats: for inference/tests only.
   void forward_logits(const int32_t* tokens, int64_t B, int64_t T, float* logits,
                       const int32_t* doc_ids = nullptr);
+  // KV-cached forward (kv_cache.h; its Decoder checks a caller's requests): row i of tokens
+  // [B,T] continues sequence seq[i] of `cache` at positions cache.length(seq[i]) .. + T-1; each
+  // block appends the rows' K/V to the cache and attends over cache + new tokens; the lengths
+  // then advance by T. Either T == 1 (decode: each row at its own position) or every sequence
+  // is empty (prefill: the training forward's tiled attention). logits [B, V]: each row's last
+  // token. No activations are kept (every block reuses one block's buffers: (block activations
+  // + D + 1 + D + F) floats per token).
+  void forward_cached(const int32_t* tokens, int64_t B, int64_t T, KvCache& cache,
+                      const int64_t* seq, float* logits);
 
   // Bytes of activation + scratch buffers currently allocated (for the memory-plan test;
   // bf16_mixed adds its bf16 scratch, not its bf16 weight copy).
@@ -140,11 +155,23 @@ class Olmo3 {
 
  private:
   struct Acts;
-  void ensure(int64_t B, int64_t T);
-  // Leaves the head unit acquired (returned); the caller releases it.
-  UnitView forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T);
+  // The cache of a forward_cached call: sequence seq[b] holds pos[b] positions before it;
+  // prefill = every pos[b] is 0 (then T new tokens per row, else one).
+  struct CacheView {
+    KvCache* cache;
+    const int64_t* seq;
+    const int64_t* pos;
+    bool prefill;
+  };
+  // Buffers for B*T tokens. keep: every block's activations for the backward (flops.h plan);
+  // else (forward_cached) one block's buffers shared by all blocks, x updated in place.
+  void ensure(int64_t B, int64_t T, bool keep = true);
+  void ensure_rope(int64_t positions);
+  // Leaves the head unit acquired (returned); the caller releases it. kv: forward_cached's.
+  UnitView forward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T,
+                   const CacheView* kv = nullptr);
   void block_forward(int64_t l, const UnitView& U, const int32_t* doc_ids, int64_t B, int64_t T,
-                     float* x_next);
+                     float* x_next, const CacheView* kv = nullptr);
   // Takes the acquired head unit and its open gradient (the LM head's part written).
   void backward(const int32_t* tokens, const int32_t* doc_ids, int64_t B, int64_t T,
                 const UnitView& head, const UnitGrad& head_grad);

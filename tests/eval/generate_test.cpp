@@ -3,6 +3,10 @@
 //    only their window in a ring; plain RoPE and both YaRN variants) against
 //    Olmo3::forward_logits of the whole prefix, every step: rel L2 <= 3e-6 (measured worst
 //    2026-12-03, AVX-512, 2 threads: 7.2e-7 plain RoPE, 8.4e-7 / 9.3e-7 YaRN faithful / hf);
+//  - one block for both paths (Olmo3::forward_cached is the training forward with the cache as
+//    a parameter): a model change moves the cached path too. bf16_mixed is such a change (every
+//    GEMM on bf16 operands); the decoder of a bf16_mixed model follows its own bf16 forward,
+//    not the fp32 forward of the same weights;
 //  - generate(): a prompt's greedy tokens do not depend on the batch it runs in, each equals the
 //    argmax of the logits row it was chosen from (step_logits), the prefill row equals the full
 //    forward's last row; EOS and context stops; errors;
@@ -18,6 +22,8 @@
 #include "core/error.h"
 #include "eval/generate.h"
 #include "eval/sampling.h"
+#include "kernels/attention_bf16.h"
+#include "kernels/bf16_modes.h"
 #include "model/kv_cache.h"
 #include "model/olmo3.h"
 
@@ -134,6 +140,47 @@ TEST_P(DecoderVsForward, StepLogitsEqualFullForwardAtEveryPosition) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rope, DecoderVsForward, ::testing::Values(0, 1, 2));
+
+TEST(Decoder, FollowsTheModelsPrecision) {
+  for (const auto& mode : olmo::testing::bf16_modes()) {
+    olmo::testing::Bf16ModeGuard guard(mode);
+    SCOPED_TRACE(mode.name);
+    // Attention in fp32 on both paths (a decode step's always is): the GEMMs make the difference.
+    kernels::set_attention_bf16_override(0);
+    struct Reset {
+      ~Reset() { kernels::set_attention_bf16_override(-1); }
+    } reset;
+    model::ModelConfig c = tiny();
+    model::Olmo3 f32(c);
+    f32.init_weights(5);
+    c.precision = model::Precision::bf16_mixed;
+    model::Olmo3 b16(c);
+    b16.init_weights(5);
+    const int64_t V = c.vocab_size, n = 30, prompt = 5;
+    const std::vector<uint32_t> seq = random_ids(int(n), 9, int(V));
+    std::vector<int32_t> ids(seq.begin(), seq.end());
+    model::Decoder dec(b16, 1, c.max_seq_len);
+    std::vector<float> lg(static_cast<size_t>(V)), full(static_cast<size_t>(n * V)),
+        full32(static_cast<size_t>(n * V));
+    double same = 0, other = 1e30;  // worst vs b16's forward, least vs f32's forward
+    for (int64_t len = prompt; len <= n; ++len) {
+      if (len == prompt) {
+        dec.prefill(0, ids.data(), prompt, lg.data());
+      } else {
+        int64_t b = 0;
+        dec.step(&b, &ids[size_t(len - 1)], 1, lg.data());
+      }
+      b16.forward_logits(ids.data(), 1, len, full.data());
+      f32.forward_logits(ids.data(), 1, len, full32.data());
+      same = std::max(same, rel_l2(lg.data(), full.data() + (len - 1) * V, V));
+      other = std::min(other, rel_l2(lg.data(), full32.data() + (len - 1) * V, V));
+    }
+    std::printf("%s: bf16_mixed decoder vs its forward: worst rel L2 %.2e; vs the fp32 forward: "
+                "least %.2e\n", mode.name, same, other);
+    EXPECT_LE(same, 1e-5);  // measured 5.3e-8 (emulated, AVX2)
+    EXPECT_GE(other, 1e-3);  // measured 4.1e-3: the test tells the precisions apart
+  }
+}
 
 TEST(Decoder, BadInputIsRefused) {
   model::Olmo3 m(tiny());
