@@ -28,6 +28,7 @@ int run_plot(int argc, char** argv) {
   if (!olmo::file_exists(py)) py = "python3";
   std::string script = std::string(OLMO_SOURCE_DIR) + "/scripts/plot_run.py";
   OLMO_CHECK(olmo::file_exists(script), "missing ", script);
+  OLMO_CHECK(olmo::file_exists(a.positional()[0]), a.positional()[0], ": run directory not found");
   const std::string out = a.has("--out") ? a.get("--out") : a.positional()[0] + "/loss.png";
   olmo::AtomicFile png(out);  // the child fills png.temp_path(); commit fsyncs and renames it
   std::vector<std::string> args = {py, script, a.positional()[0], "--out", out,
