@@ -7,7 +7,8 @@
 // Errors: a run dir without metrics.jsonl or validation.jsonl names the file.
 // When RUN_B is a reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h)
 // the comparison is step by step instead: exact checks (instance indices, tokens, LR, skip
-// decisions) and noise-floor bounds (loss, z-loss, grad norm, held-out loss, gap, entropies);
+// decisions) and noise-floor bounds (loss, z-loss, grad norm, held-out loss, gap, entropies,
+// per parameter group weight and update RMS: param_rms.weight.<group>, train/param_rms.h);
 // it prints a table per quantity (largest difference, in noise floors, and which twin of the
 // reference's noise floor set the floor there: noise_twin or clip_twin, scripts/noise_floor.py)
 // and every violation (step, quantity, both values, bound, the twin), and exits 2 when there is
@@ -82,9 +83,9 @@ int compare_reference(const std::string& run, const std::string& ref_dir,
               ref.info.value("olmo_core_version", "").c_str(), ref.floor_method.c_str());
   for (auto& [name, method] : ref.twins)
     std::printf("  twin %-10s %s\n", name.c_str(), method.c_str());
-  std::printf("bound: %g x the floor's running max + %g x |reference|; %lld train steps from "
-              "step %lld\n", c.multiple, kRelSlack, (long long)c.steps,
-              (long long)c.first_step);
+  std::printf("bound: %g x the floor's running max + %g x |reference| (param_rms.update.*: "
+              "%g x); %lld train steps from step %lld\n", c.multiple, kRelSlack,
+              kUpdateRelSlack, (long long)c.steps, (long long)c.first_step);
   std::printf("%-34s %8s %12s %6s %12s %10s %6s  %s\n", "quantity", "checked", "max |diff|",
               "step", "max floor", "diff/floor", "step", "floor set by (at that step)");
   for (auto& [q, s] : c.summary) {

@@ -21,11 +21,14 @@ checkpoint when the previous stage has no such twin.
 DIR/noise_floor.json:
   twins       {name: {"method", "train": {quantity: {step: |twin - reference|}}, "validation":
               {...}, "largest": {quantity: max}}} for each twin
-  train, validation   the floor: per quantity and step the largest of the twins' differences
+  train, validation, param_rms   the floor: per quantity and step the largest of the twins'
+              differences
   set_by      {"train.<q>" / "validation.<q>": {step: twin name}}: which twin set the floor
   method, largest     a description; the largest floor per quantity
 Quantities: train loss, z_loss, grad_norm, grad_norm_f64; validation heldout.<set>, gap.<set>,
-model_entropy, marginal_entropy_bits (src/train/reference_run.h reads them). Exact quantities
+model_entropy, marginal_entropy_bits; param_rms weight.<group>, update.<group> (per parameter
+group the weight RMS and the update RMS, src/train/param_rms.h) (src/train/reference_run.h reads
+them). Exact quantities
 (instances, lr, skipped) must agree between a twin and the reference; a disagreement is an error
 (the twin would not be the same run).
 Cost: two more OLMo-core runs of the same length, in parallel (two more cores).
@@ -38,6 +41,7 @@ import sys
 
 from olmo_core_common import RefError
 
+PARTS = ("train", "validation", "param_rms")  # the floor's parts (noise_floor.json keys)
 # name -> (olmo_core_run.py flag, description)
 TWINS = {
     "noise_twin": ("--nudge-ulp", "every initial weight nudged up by 1 ulp (torch.nextafter)"),
@@ -47,19 +51,22 @@ TWINS = {
 
 
 def _records(run_dir):
-    train, val = {}, {}
+    """(train, validation, param_rms): step -> record."""
+    train, val, rms = {}, {}, {}
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
             r = json.loads(line)
             if r.get("kind") == "train":
                 train[r["step"]] = r
+            elif r.get("kind") == "param_rms":
+                rms[r["step"]] = r
     p = os.path.join(run_dir, "validation.jsonl")
     if os.path.exists(p):
         with open(p) as f:
             for line in f:
                 r = json.loads(line)
                 val[r["step"]] = r
-    return train, val
+    return train, val, rms
 
 
 def _diff(a, b):
@@ -104,16 +111,16 @@ def finish_twins(run_dir, twins):
     write_floor(run_dir)
 
 
-def _twin_floor(run_dir, name, ta, va):
+def _twin_floor(run_dir, name, ta, va, ra):
     """{"method", "train", "validation", "largest"} of one twin against the reference records."""
     twin = os.path.join(run_dir, name)
-    tb, vb = _records(twin)
+    tb, vb, rb = _records(twin)
     with open(os.path.join(twin, "reference.json")) as f:
         load_path = (json.load(f).get("load_path") or "").rstrip("/")
     # A stage twin loaded <previous run>/<name>/stepN: it continues the previous stage's twin.
     chained = os.path.basename(os.path.dirname(load_path)) == name
     out = {"method": TWINS[name][1] + (" (continues the previous stage's twin)" if chained else ""),
-           "train": {}, "validation": {}}
+           "train": {}, "validation": {}, "param_rms": {}}
     for s, a in sorted(ta.items()):
         b = tb.get(s)
         if b is None:
@@ -132,13 +139,21 @@ def _twin_floor(run_dir, name, ta, va):
                     _diff(x, (b.get(part) or {}).get(k))
         for q in ("model_entropy", "marginal_entropy_bits"):
             out["validation"].setdefault(q, {})[str(s)] = _diff(a.get(q), b.get(q))
+    for s, a in sorted(ra.items()):
+        b = rb.get(s)
+        if b is None:
+            raise RefError(f"{name} has no param_rms record at step {s}")
+        for part in ("weight", "update"):
+            for g, x in a[part].items():
+                out["param_rms"].setdefault(f"{part}.{g}", {})[str(s)] = \
+                    _diff(x, b[part].get(g))
     out["largest"] = _largest(out)
     return out
 
 
 def _largest(d):
     return {f"{part}.{q}": max((v for v in steps.values() if v is not None), default=None)
-            for part in ("train", "validation") for q, steps in d[part].items()}
+            for part in PARTS for q, steps in d[part].items()}
 
 
 def write_floor(run_dir):
@@ -146,13 +161,13 @@ def write_floor(run_dir):
     names = [n for n in TWINS if os.path.isfile(os.path.join(run_dir, n, "metrics.jsonl"))]
     if not names:
         raise RefError(f"{run_dir}: no twin run ({', '.join(TWINS)}) with metrics.jsonl")
-    ta, va = _records(run_dir)
-    twins = {n: _twin_floor(run_dir, n, ta, va) for n in names}
+    ta, va, ra = _records(run_dir)
+    twins = {n: _twin_floor(run_dir, n, ta, va, ra) for n in names}
     out = {"method": "OLMo-core vs itself, same data, threads and code; per quantity and step the "
                      "largest difference of its twins: " + "; ".join(
                          f"{n}: {t['method']}" for n, t in twins.items()),
-           "twins": twins, "train": {}, "validation": {}, "set_by": {}}
-    for part in ("train", "validation"):
+           "twins": twins, "train": {}, "validation": {}, "param_rms": {}, "set_by": {}}
+    for part in PARTS:
         for n, t in twins.items():
             for q, steps in t[part].items():
                 for s, v in steps.items():
@@ -167,7 +182,8 @@ def write_floor(run_dir):
         json.dump(out, f, indent=1)
     for n, t in twins.items():
         print(f"noise floor, {n} (largest |twin - reference|):",
-              ", ".join(f"{k} {v:.3g}" for k, v in t["largest"].items() if v is not None))
+              ", ".join(f"{k} {v:.3g}" for k, v in t["largest"].items()
+                        if v is not None and not k.startswith("param_rms.")))
 
 
 if __name__ == "__main__":

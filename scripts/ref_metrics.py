@@ -11,6 +11,10 @@ OLMo-core model itself:
   served / batch  unigram entropy (bits) of the tokens served in the window / of the fixed batch
 grad_norm_f64: the float64 norm of OLMo-core's unclipped gradient (pre_optim_step), next to its
 logged fp32 "optim/total grad norm" (grad_norm).
+param_rms       every trainer.param_rms_interval steps: per parameter group (src/train/param_rms.h
+                names, the same tensors pooled over layers) the weight RMS after the step and
+                the update RMS ||w_t - w_{t-1}|| / sqrt(n), float64 sums; w_{t-1} is copied in
+                pre_step (one extra copy of the weights on recorded steps).
 Train records merge OLMo-core's logged metrics ("train/CE loss", "train/Z loss", "optim/total grad
 norm", "optim/LR (group 0)", "optim/step skipped") by step with the batch's "index" entries.
 Cost per validation / eval point: one forward per batch of documents (no grad).
@@ -24,7 +28,25 @@ import torch
 import torch.nn.functional as F
 from olmo_core.train.callbacks import Callback
 
-from olmo_core_common import token_paths, write_hf_dir
+from olmo_core_common import oc_to_hf_name, token_paths, write_hf_dir
+
+# HF tensor name inside a block (model.layers.<i>.<suffix>) / top-level name -> param_rms group,
+# as src/train/param_rms.cpp (the record's group order).
+PARAM_GROUPS = {"model.embed_tokens.weight": "embed",
+                "self_attn.q_proj.weight": "attn_q", "self_attn.k_proj.weight": "attn_k",
+                "self_attn.v_proj.weight": "attn_v", "self_attn.o_proj.weight": "attn_o",
+                "self_attn.q_norm.weight": "q_norm", "self_attn.k_norm.weight": "k_norm",
+                "mlp.gate_proj.weight": "mlp_gate", "mlp.up_proj.weight": "mlp_up",
+                "mlp.down_proj.weight": "mlp_down",
+                "post_attention_layernorm.weight": "attn_norm",
+                "post_feedforward_layernorm.weight": "mlp_norm",
+                "model.norm.weight": "final_norm", "lm_head.weight": "lm_head"}
+
+
+def param_group(fqn):
+    """OLMo-core parameter name -> param_rms group."""
+    hf = oc_to_hf_name(fqn)
+    return PARAM_GROUPS.get(hf) or PARAM_GROUPS[hf.split(".", 3)[3]]
 
 
 def unigram_bits(counts):
@@ -110,6 +132,8 @@ class Recorder(Callback):
         self.window_first = None
         self.last_step = 0
         self._t0 = 0.0
+        self.rms_every = int(cfg["trainer"].get("param_rms_interval") or 0)
+        self.rms, self._before = [], None
 
     # Trainer hooks ------------------------------------------------------------------------
     def start(self, model, step):
@@ -146,6 +170,26 @@ class Recorder(Callback):
         rec["tokens"] = int(ids.numel())
         rec["tokens_digest"] = tokens_digest(ids.numpy())
         self.served += np.bincount(ids.reshape(-1).numpy().astype(np.int64), minlength=self.V)
+        if self.rms_every > 0 and s % self.rms_every == 0:
+            with torch.no_grad():
+                self._before = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+
+    @torch.no_grad()
+    def param_rms(self, step):
+        """The param_rms record of step (after its optimizer step) against self._before."""
+        sums = {}
+        for n, p in self.model.named_parameters():
+            w = p.detach().double()
+            acc = sums.setdefault(param_group(n), [0.0, 0.0, 0])
+            acc[0] += float(w.pow(2).sum())
+            acc[1] += float((w - self._before[n].double()).pow(2).sum())
+            acc[2] += w.numel()
+        order = list(dict.fromkeys(PARAM_GROUPS.values()))
+        groups = [g for g in order if g in sums]
+        self.rms.append({"kind": "param_rms", "step": step,
+                         "weight": {g: (sums[g][0] / sums[g][2]) ** 0.5 for g in groups},
+                         "update": {g: (sums[g][1] / sums[g][2]) ** 0.5 for g in groups}})
+        self._before = None
 
     @torch.no_grad()
     def pre_optim_step(self):
@@ -159,6 +203,8 @@ class Recorder(Callback):
         s = self.trainer.global_step
         self.steps.setdefault(s, {})["step_s"] = time.perf_counter() - self._t0
         self.last_step = s
+        if self._before is not None:
+            self.param_rms(s)
         every = int(self.cfg["eval"]["interval"])
         if self.eval_sets and ((every > 0 and s % every == 0) or s == self.total):
             self.evaluate(s)
@@ -227,7 +273,7 @@ class Recorder(Callback):
                    "tokens_per_s": r.get("tokens", G) / r["step_s"] if r.get("step_s") else None,
                    "instances": r.get("instances", []), "tokens_digest": r.get("tokens_digest")}
             by_step.setdefault(s, []).append(rec)
-        for e in self.evals:
+        for e in self.evals + self.rms:
             by_step.setdefault(e["step"], []).append(e)
         vlines = []
         for v in self.vals:

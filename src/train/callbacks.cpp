@@ -11,6 +11,7 @@
 #include "train/audit_callback.h"
 #include "train/benchmark_callback.h"
 #include "train/olmo_benchmark_callback.h"
+#include "train/param_rms.h"
 #include "train/validation.h"
 #include "distributed/communicator.h"
 #include "distributed/zero.h"
@@ -234,6 +235,8 @@ void add_default_callbacks(Trainer& t) {
   install_fault_injection(t);  // data.inject_fault (tests of the audits only)
   if (t.config().audit.enabled) t.add_callback(std::make_unique<DataAudit>());
   if (t.config().validation.interval > 0) t.add_callback(std::make_unique<Validation>());
+  if (t.config().trainer.param_rms_interval > 0)
+    t.add_callback(std::make_unique<ParamRms>(t.config().trainer.param_rms_interval));
   t.add_callback(std::make_unique<Checkpointer>());
 }
 

@@ -201,6 +201,9 @@ static void visit_fields(C& c, V&& visit) {
     Recipe::none);
   v("trainer.log_batch_indices", c.trainer.log_batch_indices,
     "write each step's dataset instance indices (for audits)", Recipe::none);
+  v("trainer.param_rms_interval", c.trainer.param_rms_interval,
+    "per-group weight and update RMS record every N steps (olmo compare vs OLMo-core); 0 = off",
+    Recipe::none);
   v("trainer.init_from_hf", c.trainer.init_from_hf,
     "HF model dir (config.json + model.safetensors) to initialize from", Recipe::start);
   v("trainer.loss_normalization", c.trainer.loss_normalization,
@@ -861,6 +864,8 @@ void validate(const Config& c, bool check_files) {
   OLMO_CHECK(c.trainer.max_nonfinite_steps >= 0, at(c, "trainer.max_nonfinite_steps"),
              " must be >= 0");
   OLMO_CHECK(c.trainer.log_interval >= 1, at(c, "trainer.log_interval"), " must be >= 1");
+  OLMO_CHECK(c.trainer.param_rms_interval >= 0, at(c, "trainer.param_rms_interval"),
+             " must be >= 0 (0 = off)");
   OLMO_CHECK(c.eval.batch_instances >= 1, at(c, "eval.batch_instances"), " must be >= 1");
   OLMO_CHECK(!c.trainer.run_dir.empty(), at(c, "trainer.run_dir"), " must be set");
   {

@@ -1,6 +1,7 @@
 // Reference runs of OLMo-core and the step-by-step comparison with them (see reference_run.h).
 #include "train/reference_run.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -31,6 +32,7 @@ json read_json_file(const std::string& path) {
 // Records of metrics.jsonl by kind: train (step -> last record) and whether an end record exists.
 struct MetricsFile {
   std::map<int64_t, json> train;
+  std::map<int64_t, json> param_rms;
   bool ended = false;
   json start;
 };
@@ -48,6 +50,7 @@ MetricsFile read_metrics(const std::string& run_dir) {
     OLMO_CHECK(!j.is_discarded() && j.is_object(), path, ":", n, ": not a JSON record");
     const std::string kind = j.value("kind", "");
     if (kind == "train" && j.contains("step")) m.train[j["step"].get<int64_t>()] = j;
+    if (kind == "param_rms" && j.contains("step")) m.param_rms[j["step"].get<int64_t>()] = j;
     if (kind == "info" && j.value("event", "") == "end") m.ended = true;
     if (kind == "info" && j.value("event", "") == "start") m.start = j;
   }
@@ -101,12 +104,13 @@ ReferenceRun load_reference_run(const std::string& dir) {
              ": incomplete reference run: train records missing between steps ", first, " and ",
              last);
   r.train = std::move(m.train);
+  r.param_rms = std::move(m.param_rms);
   if (fs::exists(p / "validation.jsonl")) r.validation = read_validation_records(dir);
   json nf = read_json_file((p / "noise_floor.json").string());
   r.floor_method = nf.value("method", "");
   const std::string single = nf.value("twin", "");  // a floor from one twin (no "set_by")
   const json set_by = nf.value("set_by", json::object());
-  for (const char* part : {"train", "validation"}) {
+  for (const char* part : {"train", "validation", "param_rms"}) {
     if (!nf.contains(part)) continue;
     for (auto& [q, steps] : nf[part].items()) {
       const std::string key = cat(part, ".", q);
@@ -185,10 +189,10 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
   auto fail = [&](int64_t s, const std::string& q, const std::string& a, const std::string& b,
                   const std::string& bound) { out.failures.push_back({s, q, a, b, bound}); };
   auto close = [&](int64_t s, const std::string& q, double a, double b,
-                   const std::string& floor_key = "") {
+                   const std::string& floor_key = "", double rel = kRelSlack) {
     const FloorEnvelope e = reference_envelope(ref, floor_key.empty() ? q : floor_key, s);
     const double env = e.value;
-    const double bound = std::isfinite(env) ? mult * env + kRelSlack * std::fabs(b) : env;
+    const double bound = std::isfinite(env) ? mult * env + rel * std::fabs(b) : env;
     auto& sum = out.summary[q];
     if (!std::isfinite(a) && !std::isfinite(b)) return;
     ++sum.checked;
@@ -250,6 +254,25 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
     else
       close(s, "train.grad_norm", numv(r, "grad_norm"), numv(rr, "grad_norm"));
   }
+  // Per parameter group weight and update RMS (train/param_rms.h), at every step the reference
+  // recorded: a step missing here is a violation (the run was trained with another
+  // trainer.param_rms_interval).
+  for (auto& [s, pr] : ref.param_rms) {
+    if (s < first) continue;
+    auto it = m.param_rms.find(s);
+    if (it == m.param_rms.end()) {
+      fail(s, "param_rms record", "(missing: trainer.param_rms_interval)", "present", "exact");
+      continue;
+    }
+    for (const char* part : {"weight", "update"}) {
+      const double rel = part == std::string("update") ? kUpdateRelSlack : kRelSlack;
+      if (pr.contains(part) && pr[part].is_object())
+        for (auto& [group, x] : pr[part].items())
+          close(s, cat("param_rms.", part, ".", group),
+                it->second.contains(part) ? numv(it->second[part], group) : std::nan(""),
+                numv(pr[part], group), "", rel);
+    }
+  }
   if (!ref.validation.empty()) {
     std::map<int64_t, json> ours_v;
     if (fs::exists(fs::path(run_dir) / "validation.jsonl")) ours_v = read_validation_records(run_dir);
@@ -274,6 +297,9 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
         exact(s, "validation.served_entropy_bits", std::fabs(sa - sb) <= 1e-9, g(sa), g(sb));
     }
   }
+  // Earliest first (train, param_rms and validation checks each ran in step order).
+  std::stable_sort(out.failures.begin(), out.failures.end(),
+                   [](const Deviation& x, const Deviation& y) { return x.step < y.step; });
   return out;
 }
 

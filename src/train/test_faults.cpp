@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "distributed/zero.h"
 #include "kernels/loss.h"
 #include "model/olmo3.h"
+#include "train/param_rms.h"
 #include "train/trainer.h"
 
 namespace olmo::train {
@@ -22,9 +24,11 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
   const char* kill = std::getenv("OLMO_TEST_KILL");
   const char* hold = std::getenv("OLMO_TEST_HOLD");
   const char* spec = std::getenv("OLMO_TEST_NAN");
-  const bool nan = spec && *spec;
-  if (!kill && !hold && !nan) return nullptr;
+  const char* pscale = std::getenv("OLMO_TEST_PARAM_SCALE");
+  const bool nan = spec && *spec, ps = pscale && *pscale;
+  if (!kill && !hold && !nan && !ps) return nullptr;
   auto f = std::make_unique<TestFaults>();
+  if (ps) f->parse_param_scale(cfg, pscale, rank);
   if (kill) f->kill_spec_ = kill;
   if (hold && *hold) {
     std::string rest = hold;
@@ -72,6 +76,29 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
     std::fprintf(stderr, "OLMO_TEST_NAN: %s on rank %d at steps %lld..%lld\n", kind, r, step,
                  step + count - 1);
   return f;
+}
+
+void TestFaults::parse_param_scale(const Config& cfg, const char* spec, int rank) {
+  OLMO_CHECK(cfg.allow_fault_injection, "OLMO_TEST_PARAM_SCALE = '", spec,
+             "' is refused: it changes the optimizer's update on purpose (a test switch) and "
+             "needs allow_fault_injection: true in the config");
+  OLMO_CHECK(cfg.dist.zero_stage != 3, "OLMO_TEST_PARAM_SCALE needs the full weights on every "
+             "rank: not under ZeRO-3");
+  const std::string s = spec;
+  const size_t colon = s.find(':');
+  char* end = nullptr;
+  const double x = colon == std::string::npos ? NAN : std::strtod(s.c_str() + colon + 1, &end);
+  const std::string group = s.substr(0, colon);
+  const auto& names = param_group_names();
+  OLMO_CHECK(std::isfinite(x) && end && *end == '\0' &&
+                 std::find(names.begin(), names.end(), group) != names.end(),
+             "OLMO_TEST_PARAM_SCALE = '", spec, "': expected GROUP:X with GROUP one of the "
+             "param_rms groups (embed, attn_q, ..., lm_head) and X a number");
+  scale_ = x;
+  scale_group_ = group;
+  if (rank == 0)
+    std::fprintf(stderr, "OLMO_TEST_PARAM_SCALE: the update of %s scaled by %g at every step\n",
+                 group.c_str(), x);
 }
 
 void TestFaults::at_point(Trainer& t, const char* where) const {
@@ -124,7 +151,22 @@ void TestFaults::unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) {
   t.model().grads()[at] = injected_value(nan_kind_);
 }
 
+void TestFaults::pre_step(Trainer& t, data::DataLoader::Batch&) {
+  if (scale_group_.empty()) return;
+  if (scale_ranges_.empty()) scale_ranges_ = param_group_ranges(t.model().layout(), scale_group_);
+  const float* w = t.model().params();
+  scale_before_.clear();
+  for (auto [a, b] : scale_ranges_) scale_before_.insert(scale_before_.end(), w + a, w + b);
+}
+
 void TestFaults::post_step(Trainer& t, const StepResult& r) {
+  if (!scale_ranges_.empty()) {
+    float* w = t.model().params();
+    size_t k = 0;
+    for (auto [a, b] : scale_ranges_)
+      for (size_t i = a; i < b; ++i, ++k)
+        w[i] = float(double(scale_before_[k]) + scale_ * (double(w[i]) - double(scale_before_[k])));
+  }
   if (nan_kind_ == "weight" && nan_active(r.step, t.rank()))
     t.model().params()[t.reducer().shard_begin() + 3] = std::numeric_limits<float>::quiet_NaN();
 }

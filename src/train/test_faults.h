@@ -19,7 +19,13 @@
 //     then kills what it wants (a whole host in tests/distributed/launch_netns_test.py) or lets
 //     a watchdog find the hung rank: the fault lands exactly there, never early or late as
 //     after a sleep. Several points: comma-separated (each with its own FILE).
-// Cost: a few comparisons per step when set; nothing is installed when none is set.
+//   OLMO_TEST_PARAM_SCALE=GROUP:X  (refused unless allow_fault_injection: true; not under ZeRO-3)
+//     every step's update of one parameter group (train/param_rms.h names: embed, attn_q, ...,
+//     lm_head) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
+//     the group, 2 steps it twice, 1.5 is a wrong lr multiplier on it (decoupled weight decay
+//     included, as an lr multiplier does) -- the recipe deviations `olmo compare` must flag.
+// Cost: a few comparisons per step when set; nothing is installed when none is set
+// (OLMO_TEST_PARAM_SCALE: a copy of the group's weights per step).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -41,10 +47,12 @@ class TestFaults : public Callback {
   void on_resume(Trainer& t) override { at_point(t, "start"); }
   void post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) override;
   void unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) override;
+  void pre_step(Trainer& t, data::DataLoader::Batch&) override;
   void post_step(Trainer& t, const StepResult& r) override;
   void on_checkpoint_written(Trainer& t) override { at_point(t, "ckpt"); }
 
  private:
+  void parse_param_scale(const Config& cfg, const char* spec, int rank);
   // OLMO_TEST_KILL / OLMO_TEST_HOLD at the named point `where` of the current step.
   void at_point(Trainer& t, const char* where) const;
   bool nan_active(int64_t step, int rank) const {
@@ -62,6 +70,12 @@ class TestFaults : public Callback {
     bool or_later = false;  // <step>+
   };
   std::vector<Hold> holds_;
+  // OLMO_TEST_PARAM_SCALE: the group, its flat ranges, the factor, its weights
+  // before the step.
+  std::string scale_group_;  // "" = off
+  std::vector<std::pair<size_t, size_t>> scale_ranges_;
+  double scale_ = 1;
+  std::vector<float> scale_before_;
 };
 
 }  // namespace olmo::train

@@ -1,0 +1,132 @@
+"""Per-group weight RMS and update RMS against OLMo-core's own Trainer (issue 37 item 6), tiny
+scale (configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: the schedule is the
+20-step one), end to end with `olmo train` and `olmo compare RUN REF`:
+  1. scripts/olmo_core_run.py --noise-floor records {"kind":"param_rms"} at every step (14
+     groups, weight and update RMS computed on OLMo-core's model) in the reference and both
+     twins, and noise_floor.json holds a param_rms floor per group;
+  2. olmo.cpp from the same initial weights records the same groups, and `olmo compare` is in
+     tolerance (exit 0) with a param_rms row per group; each twin compared as the run is in
+     tolerance too (no false alarm on OLMo-core itself);
+  3. recipe deviations the loss does not show yet are flagged (exit 2) within 20 steps, the
+     earliest violation naming the deviating group: weight decay on the embeddings
+     (optim.embedding_weight_decay=0.1: param_rms.*.embed), and through the test-only
+     OLMO_TEST_PARAM_SCALE switch (src/train/test_faults.h) a frozen attn_k, a double-stepped
+     mlp_down and a 1.1x lr multiplier on attn_q;
+  4. a run without the records (trainer.param_rms_interval=0) is flagged ("param_rms record"),
+     and the fault switch is refused without allow_fault_injection / with an unknown group.
+"""
+import json
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_data  # noqa: E402
+from olmo_core_ref_util import check, compare, finish, first_violation, reference  # noqa: E402
+
+GROUPS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "q_norm", "k_norm", "mlp_gate",
+          "mlp_up", "mlp_down", "attn_norm", "mlp_norm", "final_norm", "lm_head"]
+STEPS = 10
+
+
+def ours(run, ref, common, *over, env=None):
+    args = ["train", tiny_data.tiny_config(), *common, *over, f"trainer.run_dir={run}",
+            f"trainer.init_from_hf={ref}/init_hf", "trainer.log_batch_indices=true"]
+    if env is None:
+        return tiny_data.olmo(*args)
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return tiny_data.olmo(*args, check=False)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        d = tiny_data.make_data(os.path.join(tmp, "data"))
+        common = [f"data.mix={d['mix']}", f"trainer.hard_stop_steps={STEPS}"]
+        ref = os.path.join(tmp, "ref")
+        p = reference(tiny_data.tiny_config(), common, ref)
+        check(p.returncode == 0, "olmo_core_run.py --noise-floor succeeds")
+        if p.returncode != 0:
+            finish("olmo_core_ref_rms")
+        # 1. The reference's records and floor.
+        for run in (ref, os.path.join(ref, "noise_twin"), os.path.join(ref, "clip_twin")):
+            recs = tiny_data.read_metrics(run, "param_rms")
+            check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
+                  all(list(r["weight"]) == GROUPS and list(r["update"]) == GROUPS for r in recs),
+                  f"{os.path.basename(run)}: param_rms at steps 1..{STEPS}, 14 groups")
+        nf = json.load(open(os.path.join(ref, "noise_floor.json")))
+        check(sorted(nf.get("param_rms", {})) == sorted(f"{p}.{g}" for p in ("weight", "update")
+                                                        for g in GROUPS)
+              and all(v > 0 for k, v in nf["largest"].items() if k.startswith("param_rms.")),
+              "noise_floor.json: a non-zero param_rms floor per group (weight and update)")
+
+        # 2. olmo.cpp within the floor; the twins too.
+        clean = os.path.join(tmp, "clean")
+        ours(clean, ref, common)
+        recs = tiny_data.read_metrics(clean, "param_rms")
+        check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
+              all(sorted(r["weight"]) == sorted(GROUPS) == sorted(r["update"]) for r in recs),
+              "olmo.cpp records param_rms at every step, the same 14 groups")
+        rc, out = compare(clean, ref)
+        print(out)
+        check(rc == 0, f"clean run: olmo compare exits 0 (got {rc})")
+        check(all(re.search(rf"^param_rms\.{p}\.{g} +{STEPS} ", out, re.M)
+                  for p in ("weight", "update") for g in GROUPS),
+              f"the table has a param_rms row per group, {STEPS} steps checked")
+        for twin in ("noise_twin", "clip_twin"):
+            rc, out = compare(os.path.join(ref, twin), ref)
+            check(rc == 0, f"{twin} compared as the run: in tolerance, no false alarm (got {rc}): "
+                  + (first_violation(out)[1] or ""))
+
+        # 3. Deviations, flagged naming the group.
+        for name, over, env, group in (
+                ("wd on embeddings", ["optim.embedding_weight_decay=0.1"], None, "embed"),
+                ("frozen attn_k", [], "attn_k:0", "attn_k"),
+                ("double-stepped mlp_down", [], "mlp_down:2", "mlp_down"),
+                ("lr x1.1 on attn_q", [], "attn_q:1.1", "attn_q")):
+            run = os.path.join(tmp, "dev_" + group)
+            if env:
+                p = ours(run, ref, common, "allow_fault_injection=true",
+                         env={"OLMO_TEST_PARAM_SCALE": env})
+                check(p.returncode == 0, f"{name}: olmo train runs ({p.stderr[-300:]})")
+            else:
+                ours(run, ref, common, *over)
+            rc, out = compare(run, ref)
+            step, q = first_violation(out)
+            loss_first = re.search(r"OUT OF TOLERANCE step (\d+) (train|validation)\.", out)
+            m = re.search(rf"^param_rms\.{q.split('.')[1] if q else 'weight'}\.{group} .*$", out,
+                          re.M) if q and q.startswith("param_rms.") else None
+            print(f"deviation {name}: exit {rc}, first violation step {step} {q}; first loss-side "
+                  f"violation: {loss_first.group(0) if loss_first else 'none'}; "
+                  f"row: {m.group(0) if m else '-'}")
+            check(rc == 2 and step is not None and step <= 20 and
+                  q in (f"param_rms.weight.{group}", f"param_rms.update.{group}"),
+                  f"{name}: flagged within 20 steps naming param_rms.*.{group} "
+                  f"(exit {rc}, step {step}, {q})")
+
+        # 4. No records; the switch's bad input.
+        off = os.path.join(tmp, "off")
+        ours(off, ref, common, "trainer.param_rms_interval=0")
+        rc, out = compare(off, ref)
+        check(rc == 2 and "param_rms record" in out and "trainer.param_rms_interval" in out,
+              f"a run without param_rms records is flagged (exit {rc})")
+        p = ours(os.path.join(tmp, "refused"), ref, common, env={"OLMO_TEST_PARAM_SCALE": "embed:0"})
+        check(p.returncode != 0 and "allow_fault_injection" in p.stderr,
+              "OLMO_TEST_PARAM_SCALE refused without allow_fault_injection: " + p.stderr.strip()[-160:])
+        p = ours(os.path.join(tmp, "badgroup"), ref, common, "allow_fault_injection=true",
+                 env={"OLMO_TEST_PARAM_SCALE": "wq:2"})
+        check(p.returncode != 0 and "GROUP:X" in p.stderr and "embed" in p.stderr,
+              "OLMO_TEST_PARAM_SCALE with an unknown group refused: " + p.stderr.strip()[-160:])
+    finish("olmo_core_ref_rms")
+
+
+if __name__ == "__main__":
+    main()
