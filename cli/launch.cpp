@@ -52,13 +52,22 @@ int run_launch(int argc, char** argv) {
         "  --rsh-agent CMD        remote shell for probes and mpirun's plm_rsh_agent (default ssh)\n"
         "  --mpirun PATH          (default mpirun)\n"
         "  --mpi-args 'ARGS'      extra mpirun arguments, space-separated\n"
-        "  --stall-timeout S      stop a job without a new step for S seconds: a failure (0: off)\n"
+        "  --stall-timeout S      stall watchdog: a job without a new step for S seconds is stopped\n"
+        "                         and relaunched from the newest checkpoint (0: off). Default: on,\n"
+        "                         derived from the step times in metrics.jsonl: max(--stall-floor,\n"
+        "                         10 x the median step, 2 x the longest checkpoint/eval gap), and\n"
+        "                         --stall-startup before a job's first step\n"
+        "  --stall-floor S        the derived timeout's floor (default 60)\n"
+        "  --stall-startup S      allowance for model build / checkpoint load before a job's first\n"
+        "                         step, and for periodic work not yet measured (default 600)\n"
         "  --slurm                the slots of the Slurm allocation (default inside one when no\n"
         "                         --np / --hosts / --hostfile is given)\n"
         "  --srun PATH, --srun-args 'ARGS', --scontrol PATH   (srun, none, scontrol)\n"
         "  --no-requeue           after a preemption do not requeue the Slurm job\n"
         "  --dry-run              print the slots, world size and the command it would start\n"
         "  --poll S, --probe-interval S, --probe-timeout S, --lock-wait S   (0.2, 5, 10, 30)\n"
+        "Network: olmo opens no listening socket; mpirun and the ranks' libmpi do (Open MPI's\n"
+        "out-of-band, PMIx and TCP BTL): docs/launch_security.md says which and how to fence them.\n"
         "exit codes: 0 the run finished, 1 error (gave up), %d preempted: a checkpoint was written\n"
         "  (and the Slurm job requeued); the same command resumes from it\n",
         train::kExitPreempted, train::kExitPreempted);
@@ -66,7 +75,7 @@ int run_launch(int argc, char** argv) {
   }
   a.finish({"--np", "--hosts", "--hostfile", "--min-np", "--max-failures", "--rsh-agent",
             "--mpirun", "--mpi-args", "--poll", "--probe-interval", "--probe-timeout",
-            "--lock-wait", "--stall-timeout", "--slurm", "--srun", "--srun-args", "--scontrol",
+            "--lock-wait", "--stall-timeout", "--stall-floor", "--stall-startup", "--slurm", "--srun", "--srun-args", "--scontrol",
             "--no-requeue", "--dry-run"});
   launch::LaunchOptions o;
   o.config = a.positional()[0];
@@ -83,7 +92,11 @@ int run_launch(int argc, char** argv) {
   o.probe_interval_s = a.get_double("--probe-interval", o.probe_interval_s);
   o.probe_timeout_s = a.get_double("--probe-timeout", o.probe_timeout_s);
   o.lock_wait_s = a.get_double("--lock-wait", o.lock_wait_s);
-  o.stall_timeout_s = a.get_double("--stall-timeout", o.stall_timeout_s);
+  o.stall.fixed_s = a.get_double("--stall-timeout", o.stall.fixed_s);
+  OLMO_CHECK(o.stall.fixed_s >= 0 || !a.has("--stall-timeout"),
+             "--stall-timeout must be >= 0 seconds (0: off), got ", a.get("--stall-timeout"));
+  o.stall.floor_s = a.get_double("--stall-floor", o.stall.floor_s);
+  o.stall.startup_s = a.get_double("--stall-startup", o.stall.startup_s);
   o.slurm = a.has("--slurm") ||
             (o.np == 0 && o.hosts.empty() && o.hostfile.empty() && launch::in_slurm_allocation());
   o.srun = a.get("--srun", "srun");

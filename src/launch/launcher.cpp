@@ -75,6 +75,8 @@ class Launcher {
   std::vector<std::pair<std::string, std::string>> lost_;  // host, why (last probe)
   std::optional<ckpt::RunDirLock> launch_lock_;
   std::optional<SlurmAllocation> slurm_;
+  std::optional<StallTimeout> stall_;
+  double longest_start_ = 0;  // the longest launch -> first new step of this launcher's jobs
 };
 
 Launcher::Launcher(const LaunchOptions& o) : o_(o) {
@@ -117,6 +119,13 @@ Launcher::Launcher(const LaunchOptions& o) : o_(o) {
   instances_ = train::batch_instances(c);
   micro_batches_ = instances_ / (c.data.micro_batch_tokens / c.data.seq_len);
   save_interval_ = c.trainer.save_interval;
+  // Steps after which periodic work (a save, an evaluation...) makes the next gap longer.
+  const int64_t bench = c.benchmarks.suites.empty() ? 0
+                      : c.benchmarks.interval > 0 ? c.benchmarks.interval : c.validation.interval;
+  stall_.emplace(o_.stall, std::vector<int64_t>{save_interval_, c.eval.interval, c.validation.interval,
+                                                bench, c.audit.enabled ? c.audit.stats_window : 0,
+                                                c.trainer.peak_interval},
+                 train::schedule_steps(c));
   run_dir_ = fs::absolute(c.trainer.run_dir).lexically_normal().string();
   request_ = run_dir_ + "/.resize_request";
   if (c.dist.reduce != dist::ReduceMode::exact)
@@ -259,6 +268,7 @@ int Launcher::dry_run() {
   const int64_t ck = newest_checkpoint(run_dir_);
   std::printf("run dir: %s (%s)\n", run_dir_.c_str(),
               ck >= 0 ? cat("resumes from step", ck).c_str() : "starts fresh");
+  std::printf("stall watchdog: %s\n", stall_->describe().c_str());
   std::printf("env: OLMO_RESIZE_REQUEST=%s OLMO_LAUNCH_JOB=0\ncommand:", request_.c_str());
   for (const std::string& w : job_argv(take_slots(all, world), world)) std::printf(" %s", w.c_str());
   std::printf("\n");
@@ -295,7 +305,7 @@ int Launcher::run() {
     event("start", {{"run_dir", run_dir_}, {"hosts", host_list_string(all)},
                     {"slots", total_slots(all)}, {"reachable_slots", total_slots(avail)},
                     {"world", world}, {"micro_batches", micro_batches_}, {"min_np", o_.min_np},
-                    {"max_failures", o_.max_failures}});
+                    {"max_failures", o_.max_failures}, {"stall_watchdog", stall_->describe()}});
   }
   int attempt = 0, failures = 0, resizes = 0;
   double t_down = -1;  // when the previous job ended (restart latency)
@@ -320,6 +330,7 @@ int Launcher::run() {
     bool resumed = false, stalled = false;
     int64_t progress_step = -1;
     double t_progress = t_launch;
+    StallLimit limit = stall_->limit(watch.step_times(), false, -1, longest_start_);
     int pending = 0;  // world size of a requested resize (0: none)
     double last_probe = wall_s();
     bool probing = false;
@@ -345,20 +356,26 @@ int Launcher::run() {
       if (watch.last_step() != progress_step) {
         progress_step = watch.last_step();
         t_progress = wall_s();
+        limit = stall_->limit(watch.step_times(), watch.last_step() >= 0, progress_step, longest_start_);
       }
-      if (o_.stall_timeout_s > 0 && wall_s() - t_progress > o_.stall_timeout_s && !stalled) {
+      if (limit.seconds > 0 && wall_s() - t_progress > limit.seconds && !stalled) {
         // A hung job (a host cut off without its processes dying, a frozen rank): stopped and
         // counted as a failure like a dead one.
         stalled = true;
+        const StepTimes& tm = watch.step_times();
         event("stalled", {{"attempt", attempt}, {"world", world}, {"step", watch.last_step()},
-                          {"seconds", wall_s() - t_progress}});
-        note(cat("job ", attempt, " made no progress for ", o_.stall_timeout_s,
-                 " s (--stall-timeout) after step ", watch.last_step(), ": stopping it"));
+                          {"seconds", wall_s() - t_progress}, {"timeout_s", limit.seconds},
+                          {"rule", limit.why}, {"plain_gaps", tm.plain_gaps.size()},
+                          {"median_step_gap_s", limit.median_gap_s},
+                          {"longest_heavy_gap_s", tm.longest_heavy_gap}});
+        note(cat("job ", attempt, " made no progress for ", limit.seconds, " s (stall timeout: ",
+                 limit.why, ") after step ", watch.last_step(), ": stopping it"));
         job.stop(10.0);
         continue;
       }
       if (!resumed && watch.started() && watch.last_step() > watch.start_step()) {
         resumed = true;
+        longest_start_ = std::max(longest_start_, wall_s() - t_launch);
         json j = {{"attempt", attempt}, {"world", world}, {"step", watch.start_step()},
                   {"first_step_after_s", wall_s() - t_launch}};
         if (t_down >= 0) {

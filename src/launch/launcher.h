@@ -12,8 +12,11 @@
 //   * every launch, failure and resize is one JSON line in RUN_DIR/launch.jsonl (and on stdout):
 //     {"event":"resize","step":N,"from":W0,"to":W1,"reason":...}, with restart latencies and
 //     lost steps;
-//   * a job that makes no progress for stall_timeout_s (a hung host or rank) is stopped and
-//     counts as failed;
+//   * a job that makes no progress (no new train record) for the stall timeout (a hung host, a
+//     frozen rank) is stopped and counts as failed, so it is relaunched from the newest
+//     checkpoint; the watchdog is on by default with a timeout derived from the step times
+//     measured in metrics.jsonl (stall_timeout.h: max(60 s, 10 x the median step, ...), a
+//     start-up allowance before a job's first step), fixed by --stall-timeout S, off with 0;
 //   * it stops with an error after max_failures failed jobs, when the slots fall below min_np,
 //     or when the run dir is locked by a live job;
 //   * inside a Slurm allocation (src/launch/slurm.h) the slots are the allocation's and each
@@ -30,6 +33,8 @@
 #pragma once
 #include <string>
 #include <vector>
+
+#include "launch/stall_timeout.h"
 
 namespace olmo::launch {
 
@@ -49,9 +54,10 @@ struct LaunchOptions {
   double probe_interval_s = 5;        // re-probing lost hosts / re-reading the hostfile
   double probe_timeout_s = 10;
   double lock_wait_s = 30;            // a relaunch waits this long for the old job's lock
-  // A job without a new train record for this long is stopped and counted as failed (a host
-  // cut off without its processes dying never ends the job by itself); 0 = never.
-  double stall_timeout_s = 0;
+  // The stall watchdog (stall_timeout.h): a job without a new train record for its timeout
+  // is stopped and counted as failed (a host cut off without its processes dying never ends
+  // the job by itself). stall.fixed_s: < 0 derived from the step times (default), 0 off.
+  StallOptions stall;
   // Slurm (the slots of the allocation; see slurm.h). Set by `olmo launch --slurm`, or when no
   // slot option is given inside an allocation.
   bool slurm = false;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,8 @@ void RunWatch::poll() {
     inode_ = st.st_ino;
     offset_ = 0;
     partial_.clear();
+    times_ = StepTimes{};
+    prev_train_time_ = -1;
   }
   if (st.st_size == offset_) return;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -61,12 +64,35 @@ void RunWatch::poll() {
     const int64_t step = j.contains("step") && j["step"].is_number_integer() ? j["step"].get<int64_t>() : -1;
     const std::string event = j.contains("event") && j["event"].is_string() ? j["event"].get<std::string>() : "";
     if (kind == "info" && event == "launch_job" && j.value("job", -1) == job_) start_step_ = step;
+    step_time(kind, event, j.contains("time") && j["time"].is_number() ? j["time"].get<double>() : -1);
     if (start_step_ < 0) continue;  // an earlier job's record
     if (kind == "train") last_step_ = std::max(last_step_, step);
     if (kind == "info" && event == "checkpoint" && j.contains("seconds") && j["seconds"].is_number())
       save_s_.push_back(j["seconds"].get<double>());
   }
   partial_.erase(0, at);
+}
+
+void RunWatch::step_time(const std::string& kind, const std::string& event, double time) {
+  if (kind == "info" && (event == "start" || event == "launch_job")) {  // a new job: no gap
+    prev_train_time_ = -1;
+    return;
+  }
+  if (kind != "train") {
+    // Periodic work that lengthens a gap; per-step records (param_rms, alarms...) do not.
+    between_ = between_ || (kind == "info" && event == "checkpoint") || kind == "eval" ||
+               kind == "validation" || kind == "benchmark" || kind == "downstream" || kind == "exposure";
+    return;
+  }
+  if (prev_train_time_ >= 0 && time >= prev_train_time_) {
+    const double gap = time - prev_train_time_;
+    if (between_)
+      times_.longest_heavy_gap = std::max(times_.longest_heavy_gap, gap);
+    else
+      times_.plain_gaps.push_back(gap);
+  }
+  prev_train_time_ = time;
+  between_ = false;
 }
 
 }  // namespace olmo::launch

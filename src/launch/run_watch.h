@@ -3,6 +3,9 @@
 // Records count only from the job's own {"event":"launch_job","job":ID} record on (written by
 // src/train/resize_stop.h when OLMO_LAUNCH_JOB=ID): the file also holds earlier jobs' records,
 // and is rewritten (a new file) when a job starts, so a new inode is read from its beginning.
+// Step times for the stall watchdog (stall_timeout.h) come from every job's records in the file:
+// the wall time ("time") between consecutive train records, plain or heavy (a checkpoint,
+// eval, validation or benchmark record between them), never across a job's start.
 // Cost: one stat per poll and a read of the new bytes.
 #pragma once
 #include <sys/types.h>
@@ -10,6 +13,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "launch/stall_timeout.h"
 
 namespace olmo::launch {
 
@@ -27,8 +32,10 @@ class RunWatch {
   int64_t start_step() const { return start_step_; }  // the step it started from (-1 before)
   int64_t last_step() const { return last_step_; }    // its last train record (-1 before)
   const std::vector<double>& save_seconds() const { return save_s_; }  // every save seen
+  const StepTimes& step_times() const { return times_; }  // every job's, the whole file
 
  private:
+  void step_time(const std::string& kind, const std::string& event, double time);
   std::string run_dir_;
   ino_t inode_ = 0;
   off_t offset_ = 0;
@@ -36,6 +43,9 @@ class RunWatch {
   int64_t start_step_ = -1, last_step_ = -1;
   std::string partial_;
   std::vector<double> save_s_;
+  StepTimes times_;
+  double prev_train_time_ = -1;  // "time" of the last train record (-1: none since a job start)
+  bool between_ = false;         // another record came after it
 };
 
 }  // namespace olmo::launch

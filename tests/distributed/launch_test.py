@@ -12,6 +12,14 @@
    after --stall-timeout, counted as a failure, relaunched, and the run finishes; the timeout is
    3x the longest restart (launch -> first new step) measured in cases 1-2 of this run, so a slow
    relaunch is never taken for a hang;
+5b. the stall watchdog on by default (no --stall-timeout): rank 1 frozen by SIGSTOP after step 3
+   is found by the timeout derived from the step times of metrics.jsonl (max(--stall-floor,
+   10 x the median step gap, 2 x the longest checkpoint gap); --stall-floor is lowered from its
+   60 s so that the test is short) and the job is relaunched from the newest checkpoint and
+   finishes (mpirun, stopped with SIGTERM, sends the frozen rank SIGCONT and then SIGTERM: the
+   ranks write a preemption checkpoint, which the relaunch starts from); the "stalled" event carries the derived timeout and its inputs, and the measured
+   time without progress is >= that timeout; `--dry-run` names the rule, and
+   `--stall-timeout 0` turns the watchdog off;
 6. a run dir locked by a live job: refused at once, naming the holder's pid, nothing launched;
    a config pinning data.processes: refused.
 Env: OLMO_BIN, OLMO_MPIRUN. Exit 0 = pass.
@@ -23,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
@@ -158,17 +167,58 @@ def main():
         finally:
             lu.stop(proc, log)
         out = open(os.path.join(tmp, "hung.log")).read()
-        st = lu.events(run, "stalled")
-        check(proc.returncode == 0 and len(st) == 1 and
-              [e["status"] for e in lu.events(run, "failure")] == ["stalled"] and
-              os.path.isdir(os.path.join(run, "step8")),
+        probs = lu.stall_recovered(run, 8)
+        check(proc.returncode == 0 and not probs,
               f"hung job (--stall-timeout {stall} s from a measured restart of {restart_s:.2f} s): "
-              f"rc {proc.returncode}, stalled {st}: {out[-1500:]}")
+              f"rc {proc.returncode}, {probs}: {out[-1500:]}")
         relaunch = [e["first_step_after_s"] for e in lu.events(run, "running")][1:]
         print(f"hung job (rank 1 held in step 4; --stall-timeout {stall} s = {STALL_MARGIN} x the "
               f"longest restart measured here, {restart_s:.2f} s):",
               first_line(out, "made no progress").strip(), "-> relaunched (first step after "
               f"{', '.join(f'{x:.2f}' for x in relaunch)} s), finished", flush=True)
+
+        # 5b. the default (derived) watchdog finds a rank frozen by SIGSTOP
+        stall_floor = round(STALL_MARGIN * restart_s, 2)
+        run = os.path.join(tmp, "frozen")
+        proc, log = lu.start(["--np", "2", "--stall-floor", str(stall_floor), *base,
+                              du.td.tiny_config(), *lu.overrides(data, run, 40)],
+                             os.path.join(tmp, "frozen.log"))
+        try:
+            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
+            frozen = lu.rank_pids(run)[1]
+            os.kill(frozen, signal.SIGSTOP)
+            t_frozen = time.time()
+            try:  # a healthy run of these 40 steps takes a few seconds
+                proc.wait(timeout=60 + 4 * stall_floor)
+            except subprocess.TimeoutExpired:
+                check(False, f"frozen rank: the job was not stopped {60 + 4 * stall_floor:.0f} s after "
+                      f"SIGSTOP without --stall-timeout (the default watchdog)")
+        finally:
+            lu.stop(proc, log)
+        out = open(os.path.join(tmp, "frozen.log")).read()
+        st = lu.events(run, "stalled")
+        probs = lu.stall_recovered(run, 40)
+        check(proc.returncode == 0 and not probs,
+              f"frozen rank, derived watchdog: rc {proc.returncode}, {probs}: {out[-1500:]}")
+        if st:
+            e = st[0]
+            derived = max(stall_floor, 10 * e["median_step_gap_s"], 2 * e["longest_heavy_gap_s"])
+            check(abs(e["timeout_s"] - derived) < 1e-6 and e["seconds"] >= e["timeout_s"] and
+                  e["plain_gaps"] >= 1 and e["median_step_gap_s"] > 0 and "median step gap" in e["rule"],
+                  f"frozen rank: the stalled event does not show a derived timeout: {e}")
+            check(e["time"] - t_frozen < e["timeout_s"] + 30,
+                  f"frozen rank: found {e['time'] - t_frozen:.1f} s after SIGSTOP, timeout {e['timeout_s']}")
+            print(f"frozen rank (SIGSTOP after step {e['step']}, no --stall-timeout, --stall-floor "
+                  f"{stall_floor}): stalled after {e['seconds']:.2f} s, derived timeout "
+                  f"{e['timeout_s']:.2f} s = {e['rule']} -> relaunched from step"
+                  f"{lu.events(run, 'launch')[-1]['checkpoint_step']}, finished", flush=True)
+        p = launch(["--np", "2", "--dry-run", du.td.tiny_config(), *lu.overrides(data, run, 40)])
+        check(p.returncode == 0 and "stall watchdog: derived: max(60 s, 10 x the median step gap" in p.stdout,
+              f"dry run: the default watchdog is not named: {p.stdout[-600:]}")
+        p = launch(["--np", "2", "--dry-run", "--stall-timeout", "0", du.td.tiny_config(),
+                    *lu.overrides(data, run, 40)])
+        check(p.returncode == 0 and "stall watchdog: off (--stall-timeout 0)" in p.stdout,
+              f"dry run, --stall-timeout 0: {p.stdout[-600:]}")
 
         # 6. a locked run dir; data.processes pinned
         run = os.path.join(tmp, "locked")

@@ -90,6 +90,21 @@ def restart_seconds(runs):
     return max(xs)
 
 
+def stall_recovered(run, steps):
+    """[] when the launcher stopped exactly one job of `run` as stalled, counted it as the one
+    failure, relaunched from the newest checkpoint at that failure and finished (step`steps`);
+    else the problems."""
+    st, fail, launches = events(run, "stalled"), events(run, "failure"), events(run, "launch")
+    probs = []
+    if len(st) != 1 or [e["status"] for e in fail] != ["stalled"]:
+        probs.append(f"stalled events {st}, failures {fail}")
+    elif len(launches) != 2 or launches[1]["checkpoint_step"] != fail[0]["checkpoint_step"]:
+        probs.append(f"not relaunched once from the newest checkpoint: {launches}")
+    if not os.path.isdir(os.path.join(run, f"step{steps}")):
+        probs.append(f"no step{steps}: the run did not finish")
+    return probs
+
+
 def wait_file(path, timeout, proc=None):
     """Waits for a file (an OLMO_TEST_HOLD point reached); returns its text."""
     wait_for(lambda: os.path.exists(path) and open(path).read().endswith("\n"), timeout,
