@@ -140,7 +140,7 @@ def body(tmp, du, lu):
     other = {k: v for k, v in seen.items() if k[1] != me and v}
     strange = {k: v for k, v in other.items() if os.path.basename(k[1]) not in OMPI_EXES}
     check(not strange, f"run 1: a listener of the job that is not Open MPI's: {describe(strange)}")
-    print(f"run 1 (btl self,vader): {len(ours)} processes of our binary, listeners: none; "
+    print(f"run 1 (btl self,vader): {len(ours)} processes of our binary, listeners: {describe(mine)}; "
           f"Open MPI's: {describe(other)}", flush=True)
 
     # 2. TCP BTL on, its ports pinned: every rank listener is in the window; junk from a
