@@ -2,7 +2,8 @@
 #   make test   install what is missing, build (Release), run the whole ctest suite (a test
 #               that skipped although its prerequisite is on this machine fails the run:
 #               tests/check_skips.py), then the sanitizer subset (test-asan-ci: ASan + UBSan
-#               build of the parsers' tests)
+#               build of the parsers' tests); the tests labelled `slow` are left out
+#   make test-slow  build, run only the `slow` tests (the 20,000-step soak, tests/README.md)
 #   make demo   install, build, build the corpus, tokenize it, train configs/demo.yaml
 #   make bench  the step benchmark against PyTorch (bench/compare.sh)
 #   make docs   regenerate docs/config.md (every config key) from the field table
@@ -11,7 +12,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench clean corpus docs
+.PHONY: all deps configure build test test-slow demo bench clean corpus docs
 .PHONY: fuzz fuzz-run asan-configure test-asan test-asan-ci
 
 all: build
@@ -26,9 +27,13 @@ build: configure
 	@set -o pipefail; MAKEFLAGS=--no-print-directory cmake --build $(BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 
 test: build
-	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
+	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 -LE slow --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
 	  { python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
 	@$(MAKE) --no-print-directory test-asan-ci
+
+test-slow: build
+	cd $(BUILD) && rc=0 && { ctest --output-on-failure -L slow --output-junit ctest-slow-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
+	  { python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-slow-junit.xml || rc=1; } && exit $$rc
 
 docs: build
 	@$(BUILD)/olmo info --config-reference > docs/config.md && echo "wrote docs/config.md"
