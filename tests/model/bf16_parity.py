@@ -243,7 +243,9 @@ def main():
             run = os.path.join(tmp, f"resume_{first}_{second}")
             shutil.copytree(runs[first], run)
             shutil.rmtree(os.path.join(run, f"step{STEPS}"))
-            got = train(d, run, hf, f"model.precision={second}")
+            # A precision change on resume is a recipe change: allowed explicitly.
+            got = train(d, run, hf, f"model.precision={second}",
+                        *(["--allow-recipe-change", "model.precision"] if first != second else []))
             starts = [r for r in td.read_metrics(run, "info") if r.get("event") == "start"]
             check(starts and starts[-1]["start"] == "resume" and starts[-1]["step"] == half and
                   starts[-1].get("precision") == second,

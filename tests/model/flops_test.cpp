@@ -103,7 +103,10 @@ TEST(Memory, PlanEqualsHandWorkedCase) {
   EXPECT_EQ(el.comm_bytes_per_step, 1013760);
   MemoryPlan es = memory_plan(c, 32, 3, 4, true, 2, /*exact_local=*/false);
   EXPECT_EQ(es.reduce_accumulator, 225280);
-  EXPECT_EQ(es.comm_bytes_per_step, 1689600);
+  // Each micro-batch's fp32 gradient (dist.overlap, the default): (2 x 4P + 4P) x 3/4.
+  EXPECT_EQ(es.comm_bytes_per_step, 1013760);
+  MemoryPlan eq = memory_plan(c, 32, 3, 4, true, 2, false, 2, /*overlap=*/false);
+  EXPECT_EQ(eq.comm_bytes_per_step, 1689600);  // int64 rounds: (2 x 8P + 4P) x 3/4
   MemoryPlan f3 = memory_plan(c, 32, 3, 3, false);
   EXPECT_EQ(f3.adam_moments, 300376);
   EXPECT_EQ(f3.grad_shard, 150188);
