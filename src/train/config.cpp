@@ -202,7 +202,8 @@ static void visit_fields(C& c, V&& visit) {
   v("trainer.log_batch_indices", c.trainer.log_batch_indices,
     "write each step's dataset instance indices (for audits)", Recipe::none);
   v("trainer.param_rms_interval", c.trainer.param_rms_interval,
-    "per-group weight and update RMS record every N steps (olmo compare vs OLMo-core); 0 = off",
+    "per-group weight and update RMS record every N steps (olmo compare vs OLMo-core; holds "
+    "one fp32 copy of the weights over a recorded step); 0 = off",
     Recipe::none);
   v("trainer.init_from_hf", c.trainer.init_from_hf,
     "HF model dir (config.json + model.safetensors) to initialize from", Recipe::start);

@@ -185,7 +185,7 @@ struct TrainerSection {
   bool load_optim_state = true;
   ProgressMode progress = ProgressMode::automatic;  // auto | on | off (progress bar on a terminal)
   bool log_batch_indices = false;    // write each step's dataset instance indices (audits)
-  int64_t param_rms_interval = 1;    // per-group weight / update RMS record every N steps
+  int64_t param_rms_interval = 0;    // per-group weight / update RMS record every N steps
                                      // (train/param_rms.h); 0 = off
   std::string init_from_hf = "";     // HF model dir (config.json + model.safetensors) for init
   int64_t threads = 0;               // OpenMP threads (0 = leave default)
