@@ -1,13 +1,15 @@
-"""README.md's speed figures point at their record (issue 35 item 6): every speed / throughput
-figure quoted in README.md must appear in a bench/ results file that its paragraph names, and
-the paragraph must name the command that produced it.
+"""README.md's and the docs/ pages' speed figures point at their record: every speed /
+throughput figure quoted in README.md or in a docs/ page that holds README's former sections
+(DOCS below) must appear in a bench/ results file that its paragraph names, and the paragraph
+must name the command that produced it.
 
-A unit is a paragraph, a list item or a table row of README.md outside fenced code blocks (those
+A unit is a paragraph, a list item or a table row of a page outside fenced code blocks (those
 are transcripts printed by the command above them); a table row also sees the paragraph just
 before its table. Speed figures (FIGURE below): N tokens/s, tok/s, query tokens/s, GFLOP/s (both
 figures of "A vs B tokens/s"), N% MFU / MFU N%, N% of the (FMA) peak, N% of the
 tokens/s, N% (bf16|fp32) of the peak, speed ratios N.Nx, mfu=N% and torch_ratio=N. Rules and
-targets are no figures: ">= 1.1x" and a "Not reached: ..." sentence are skipped. Not caught: a
+targets are no figures: ">= 1.1x", "a 1.1x lr multiplier" and a "Not reached: ..." sentence are
+skipped. Not caught: a
 bare percentage without one of those phrasings (the "(58% before this CPU's tuning)" and "71%"
 of the known-gaps attention note: docs/readme_claims.md lists them).
 Sources (SOURCE): bench/RESULTS.md, bench/results/FILE, or bench/results/DIR/ (its .md files).
@@ -18,7 +20,8 @@ UNRECORDED lists the figures that no file under bench/ records (each with its RE
 printed as a NOT RECORDED line and listed in docs/readme_claims.md); an entry whose text is no
 longer in README.md fails the test, so the list can only shrink.
 Seen red: removing "bench/results/decode.md" from the decode-speed line, and changing a figure
-("110 vs 43" -> "111 vs 43"), each fail it.
+("110 vs 43" -> "111 vs 43"), each fail it (in README.md, and again once the line moved to
+docs/interop.md); a DOCS entry naming a missing page fails it.
 Usage: readme_figures_test.py [SOURCE_DIR] (default OLMO_SOURCE_DIR or the repo root). < 1 s.
 """
 import os
@@ -37,11 +40,18 @@ FIGURE = re.compile(
     rf"|({NUM})% \((?:bf16|fp32)\)"
     rf"|(?<![\d.])(\d+\.\d+(?:-\d+\.\d+)?)x\b"
     rf"|mfu=({NUM})%|torch_ratio=({NUM})")
-NOT_FIGURES = [re.compile(r">=\s*\d+(?:\.\d+)?x"), re.compile(r"Not reached:.*?\.(?:\s|$)")]
+NOT_FIGURES = [re.compile(r">=\s*\d+(?:\.\d+)?x"), re.compile(r"Not reached:.*?\.(?:\s|$)"),
+               re.compile(r"\d+(?:\.\d+)?x lr\b")]  # an LR multiplier, not a speed
 SOURCE = re.compile(r"bench/results/[\w./-]*[\w/]|bench/RESULTS\.md")
 COMMAND = re.compile(r"bench/\w+\.(?:sh|py)|olmo bench|make demo|scripts/\w+\.(?:sh|py)|bench_\w+")
 
-# (figure, text of its README unit, why no bench/ file records it)
+# The docs/ pages the README's sections moved to (they quote speed figures too). Not here:
+# readme_claims.md (an inventory quoting the figures it lists), config.md (generated),
+# ARCHITECTURE.md, monitoring.md, olmo_eval.md, launch_security.md and slurm/ (no speed figures).
+DOCS = ["training.md", "data.md", "distributed.md", "evaluation.md", "interop.md",
+        "benchmarks.md", "testing.md", "troubleshooting.md", "dependencies.md"]
+
+# (figure, text of its README / docs unit, why no bench/ file records it)
 UNRECORDED = [
     ("436", "slowed it to a median 436 tokens/s",
      "the 2026-12-03 `make demo` run's own log (runs/demo, not kept in git)"),
@@ -55,7 +65,7 @@ UNRECORDED = [
     ("11.9", "the 30-doc run on a Xeon read 11.9x", "an earlier olmo_eval_bench.sh run"),
     ("12.8", "13.7 s vs 176.4 s, 12.8x", "the full-set (74 labels) run; not in olmo_eval.md"),
     ("78-86", "fp32 matmul at 78-86% of this CPU's FMA peak",
-     "../shared/reference/baselines.md, outside the repository"),
+     "the BLAS comparison made when oneDNN was chosen (2026-12-02, Intel Xeon); no bench/ file"),
 ]
 
 
@@ -112,10 +122,10 @@ def source_files(paths):
     return files
 
 
-def main():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    fails, n_fig, n_units = [], 0, 0
-    unrecorded_seen = set()
+def check_file(rel, fails, unrecorded_seen):
+    """Checks one Markdown file's units; returns (figures, units with figures)."""
+    text = open(os.path.join(ROOT, rel), encoding="utf-8").read()
+    n_fig, n_units = 0, 0
     for line, unit, context in units(text):
         body = unit
         for pat in NOT_FIGURES:
@@ -129,31 +139,44 @@ def main():
         have = set().union(*(numbers(f) for f in files)) if files else set()
         missing = [p for p in srcs if not source_files([p])]
         if missing:
-            fails.append(f"README.md:{line}: names {missing}, which do not exist")
+            fails.append(f"{rel}:{line}: names {missing}, which do not exist")
         recorded = [f for f in figs if not any(u[0] == f and u[1] in unit for u in UNRECORDED)]
         if recorded and not COMMAND.search(unit) and not COMMAND.search(context):
-            fails.append(f"README.md:{line}: speed figures {figs} but no command "
+            fails.append(f"{rel}:{line}: speed figures {figs} but no command "
                          f"(bench/*.sh|py, olmo bench, make demo, scripts/...): {unit[:100]!r}")
         for fig in figs:
             n_fig += 1
             exempt = [u for u in UNRECORDED if u[0] == fig and u[1] in unit]
             if exempt:
                 unrecorded_seen.add(exempt[0][:2])
-                print(f"NOT RECORDED README.md:{line}: {fig} ({exempt[0][1]!r}): {exempt[0][2]}")
+                print(f"NOT RECORDED {rel}:{line}: {fig} ({exempt[0][1]!r}): {exempt[0][2]}")
                 continue
             if not files:
-                fails.append(f"README.md:{line}: figure {fig} but the paragraph names no bench "
+                fails.append(f"{rel}:{line}: figure {fig} but the paragraph names no bench "
                              f"results file: {unit[:100]!r}")
             elif fig.replace(",", "") not in have and not (
                     "-" in fig and all(x in have for x in fig.replace(",", "").split("-"))):
-                fails.append(f"README.md:{line}: figure {fig} is not in {srcs}")
+                fails.append(f"{rel}:{line}: figure {fig} is not in {srcs}")
             else:
-                print(f"ok   README.md:{line}: {fig} in {', '.join(srcs)}")
+                print(f"ok   {rel}:{line}: {fig} in {', '.join(srcs)}")
+    return n_fig, n_units
+
+
+def main():
+    fails, n_fig, n_units = [], 0, 0
+    unrecorded_seen = set()
+    pages = ["README.md"] + [os.path.join("docs", d) for d in DOCS]
+    for rel in pages:
+        if not os.path.isfile(os.path.join(ROOT, rel)):
+            fails.append(f"{rel}: listed in DOCS but missing")
+            continue
+        f, u = check_file(rel, fails, unrecorded_seen)
+        n_fig, n_units = n_fig + f, n_units + u
     for fig, snippet, _ in UNRECORDED:
         if (fig, snippet) not in unrecorded_seen:
-            fails.append(f"UNRECORDED entry ({fig}, {snippet!r}) no longer matches README.md: "
-                         "drop it")
-    print(f"{n_fig} speed figures in {n_units} README units")
+            fails.append(f"UNRECORDED entry ({fig}, {snippet!r}) no longer matches README.md or "
+                         "docs/: drop it")
+    print(f"{n_fig} speed figures in {n_units} units of {len(pages)} pages")
     for f in fails:
         print("FAIL", f)
     if fails:
