@@ -77,6 +77,10 @@ class CheckpointWriter {
   // ranks > 0 are not allowed (rank 0 writes the small state).
   void close_shard();
 
+  // Rank 0: makes its data file durable (fsync, close) now, so that commit() does no bulk I/O
+  // (the asynchronous save calls it on its writer thread). Optional: commit() does it otherwise.
+  void sync_data();
+
   // Rank 0, after every other rank's close_shard(): writes state.json, index.json (all ranks'
   // tensors), COMMITTED, fsyncs, renames stepN-tmp -> stepN (an existing stepN is replaced only
   // after the new one is complete), fsyncs run_dir. Returns run_dir/stepN.
@@ -104,6 +108,7 @@ class CheckpointWriter {
   int fd_ = -1;
   uint64_t pos_ = 0;
   bool committed_ = false;
+  bool data_synced_ = false;  // rank 0's data file fsynced and closed (sync_data)
   std::vector<TensorEntry> tensors_;
   std::map<std::string, uint64_t> fingerprints_;
   FingerprintTime fp_time_;
@@ -157,8 +162,23 @@ std::optional<std::string> latest_complete(const std::string& run_dir,
 std::vector<int64_t> list_checkpoints(const std::string& run_dir);
 
 // Keeps the n newest committed stepN dirs, deletes older stepN dirs (committed or not) and
-// leftover stepN-tmp dirs older than the newest kept. n >= 1.
-void keep_last(const std::string& run_dir, int n);
+// leftover stepN-tmp dirs older than the newest kept. n >= 1. keep_step >= 0 (the checkpoint just
+// committed: complete, durable) is never deleted and counts as one of the n, whatever newer
+// committed dirs exist (a corrupt stepM, M > keep_step, skipped at resume, must not push the one
+// complete checkpoint out).
+void keep_last(const std::string& run_dir, int n, int64_t keep_step = -1);
+
+// Bytes available to an unprivileged writer on the file system of dir (statvfs f_bavail x
+// f_frsize; the free-space hook's figure when one is set). Throws naming dir when statvfs fails.
+uint64_t free_bytes(const std::string& dir);
+// Before a checkpoint of `need` bytes is written into run_dir: throws olmo::Error naming run_dir,
+// the bytes needed (with a margin of need / 20 + 1 MiB for the file system's own blocks and the
+// JSON files) and the bytes free, when they do not fit. `what` prefixes the message.
+void check_free_space(const std::string& run_dir, uint64_t need, const std::string& what);
+
+// Test hook: when set, free_bytes() returns its value for the dir instead of statvfs's
+// (train/test_faults.h: OLMO_TEST_FREE_BYTES). nullptr (default) disables it.
+void set_free_space_hook(std::function<uint64_t(const std::string& dir)> hook);
 
 // Test hook: called before every data write with (file, bytes about to be written); returning
 // false makes that write fail like ENOSPC. nullptr (default) disables it.

@@ -31,6 +31,11 @@ inline std::function<bool(const std::string&, size_t)>& fault_hook() {
   return h;
 }
 
+inline std::function<uint64_t(const std::string&)>& free_space_hook() {
+  static std::function<uint64_t(const std::string&)> h;
+  return h;
+}
+
 inline std::string shape_str(const std::vector<int64_t>& s) {
   std::string o = "[";
   for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);

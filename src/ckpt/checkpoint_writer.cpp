@@ -260,14 +260,23 @@ void CheckpointWriter::close_shard() {
   committed_ = true;  // this rank's part is done
 }
 
-std::string CheckpointWriter::commit() {
-  OLMO_CHECK(rank_ == 0, "checkpoint ", tmp_dir_, ": commit() is for rank 0 (others: close_shard)");
-  OLMO_CHECK(!committed_ && fd_ >= 0, "checkpoint ", tmp_dir_, ": commit() called twice or after a failure");
-  // 1. Data file durable.
+void CheckpointWriter::sync_data() {
+  OLMO_CHECK(rank_ == 0, "checkpoint ", tmp_dir_, ": sync_data() is for rank 0 (others: close_shard)");
+  OLMO_CHECK(!committed_ && fd_ >= 0 && !data_synced_, "checkpoint ", tmp_dir_,
+             ": sync_data() called twice or after a failure");
   if (::fsync(fd_) != 0) throw Error(cat(data_file_, ": fsync failed: ", std::strerror(errno)));
   const int rc = ::close(fd_);
   fd_ = -1;
   OLMO_CHECK(rc == 0, data_file_, ": close failed: ", std::strerror(errno));
+  data_synced_ = true;
+}
+
+std::string CheckpointWriter::commit() {
+  OLMO_CHECK(rank_ == 0, "checkpoint ", tmp_dir_, ": commit() is for rank 0 (others: close_shard)");
+  OLMO_CHECK(!committed_ && (fd_ >= 0 || data_synced_), "checkpoint ", tmp_dir_,
+             ": commit() called twice or after a failure");
+  // 1. Data file durable (done already when sync_data() ran).
+  if (!data_synced_) sync_data();
   // 1b. Every other rank's shard (entries + data file size), as written by close_shard().
   nlohmann::json files = {{file_name_, {{"nbytes", pos_}}}};
   std::vector<TensorEntry> all = tensors_;

@@ -1,7 +1,8 @@
-// Run-dir housekeeping: newest verified checkpoint with fallback, listing, keep-last-N.
+// Run-dir housekeeping: newest verified checkpoint with fallback, listing, keep-last-N, free space.
 #include "ckpt/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,24 +62,60 @@ std::vector<int64_t> list_checkpoints(const std::string& run_dir) {
   return out;
 }
 
-void keep_last(const std::string& run_dir, int n) {
+void keep_last(const std::string& run_dir, int n, int64_t keep_step) {
   OLMO_CHECK(n >= 1, "keep_last: n must be >= 1, got ", n);
-  const std::vector<int64_t> steps = list_checkpoints(run_dir);
-  if (steps.size() <= static_cast<size_t>(n)) return;
-  const int64_t oldest_kept = steps[steps.size() - static_cast<size_t>(n)];
+  std::vector<int64_t> steps = list_checkpoints(run_dir);
+  // The protected one first, then the newest others: the n kept.
+  std::vector<int64_t> kept;
+  if (keep_step >= 0 && std::find(steps.begin(), steps.end(), keep_step) != steps.end())
+    kept.push_back(keep_step);
+  for (auto it = steps.rbegin(); it != steps.rend() && kept.size() < size_t(n); ++it)
+    if (*it != keep_step) kept.push_back(*it);
+  if (kept.size() == steps.size()) return;
+  const int64_t oldest_kept = *std::min_element(kept.begin(), kept.end());
   std::error_code ec;
   for (const auto& de : fs::directory_iterator(run_dir, ec)) {
     if (!de.is_directory()) continue;
     const std::string fname = de.path().filename().string();
     auto s = step_of(fname);
+    const bool tmp = !s;
     if (!s) s = tmp_step_of(fname);
-    if (s && *s < oldest_kept) {
+    // Committed dirs not kept go; a tmp dir (or uncommitted stepN) only when older than every
+    // kept one (a newer one may be a save in progress).
+    const bool committed = !tmp && std::find(steps.begin(), steps.end(), *s) != steps.end();
+    const bool drop = s && (committed ? std::find(kept.begin(), kept.end(), *s) == kept.end()
+                                      : *s < oldest_kept);
+    if (drop) {
       std::error_code ec2;
       fs::remove_all(de.path(), ec2);
       OLMO_CHECK(!ec2, de.path().string(), ": cannot delete old checkpoint: ", ec2.message());
     }
   }
   fsync_dir(run_dir);
+}
+
+void set_free_space_hook(std::function<uint64_t(const std::string&)> hook) {
+  free_space_hook() = std::move(hook);
+}
+
+uint64_t free_bytes(const std::string& dir) {
+  if (free_space_hook()) return free_space_hook()(dir);
+  struct statvfs v {};
+  OLMO_CHECK(::statvfs(dir.c_str(), &v) == 0, dir, ": statvfs failed: ", std::strerror(errno));
+  return uint64_t(v.f_bavail) * uint64_t(v.f_frsize);
+}
+
+void check_free_space(const std::string& run_dir, uint64_t need, const std::string& what) {
+  const uint64_t margin = need / 20 + (uint64_t(1) << 20);
+  // A run dir not created yet: the file system of its nearest existing ancestor.
+  fs::path at = fs::absolute(fs::path(run_dir));
+  std::error_code ec;
+  while (!fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at) at = at.parent_path();
+  const uint64_t free = free_bytes(at.string());
+  OLMO_CHECK(free >= need + margin, what, ": not enough free space in ", run_dir, ": the checkpoint "
+             "needs ", need, " bytes (+ ", margin, " margin = ", need + margin, " bytes, ",
+             (need + margin) >> 20, " MiB) but the file system has ", free, " bytes (",
+             free >> 20, " MiB) free; nothing was written (free space, or lower trainer.keep_last)");
 }
 
 }  // namespace olmo::ckpt

@@ -200,27 +200,40 @@ void Evaluator::on_end(Trainer& t) {
 
 void Checkpointer::on_start(Trainer& t) { last_saved_ = t.step(); }
 
-// A written checkpoint: console line and a metrics record with the save's wall time, the part
-// of it spent on the state fingerprint, and the fingerprint's CPU time.
-void Checkpointer::saved(Trainer& t, const std::string& dir) {
+// A committed checkpoint: console line and a metrics record with the save's wall time (start
+// to commit), the part of it spent on the state fingerprint and the fingerprint's CPU time, and
+// the time the training loop was blocked (ckpt_stall_s: the snapshot -- the staging copy, or
+// synchronous the whole write -- plus the wait for the writer and the commit).
+void Checkpointer::post_checkpoint(Trainer& t, const std::string& dir) {
   const Trainer::SaveTiming& s = t.last_save();
-  t.metrics().write({{"kind", "info"}, {"event", "checkpoint"}, {"step", t.step()}, {"dir", dir},
-                     {"seconds", s.seconds}, {"fingerprint_seconds", s.fingerprint_seconds},
-                     {"fingerprint_cpu_seconds", s.fingerprint_cpu_seconds}});
+  t.metrics().write({{"kind", "info"}, {"event", "checkpoint"}, {"step", s.step}, {"dir", dir},
+                     {"at_step", t.step()}, {"seconds", s.seconds},
+                     {"fingerprint_seconds", s.fingerprint_seconds},
+                     {"fingerprint_cpu_seconds", s.fingerprint_cpu_seconds},
+                     {"async", s.async}, {"ckpt_stall_s", s.stall_s}, {"snapshot_s", s.snapshot_s},
+                     {"copy_s", s.copy_s}, {"commit_s", s.commit_s}, {"write_s", s.write_s},
+                     {"staged_bytes", s.staged_bytes}});
   t.progress().message("checkpoint " + dir);
 }
 
+// Each step boundary first commits the asynchronous checkpoint in flight once every rank's
+// writer finished; an interval step then starts the next one (asynchronous unless
+// trainer.async_checkpoint is false).
 void Checkpointer::on_step(Trainer& t, const StepResult& r) {
+  t.poll_checkpoint();
   int64_t every = t.config().trainer.save_interval;
   if (every > 0 && r.step % every == 0) {
-    saved(t, t.save_checkpoint());
+    t.save_checkpoint(/*wait=*/!t.config().trainer.async_checkpoint);
     last_saved_ = r.step;
   }
 }
 
+// The run's last checkpoint is written synchronously, and one in flight is committed: the
+// process never exits before its checkpoints are complete.
 void Checkpointer::on_end(Trainer& t) {
+  t.finish_checkpoint();
   if (last_saved_ != t.step()) {
-    saved(t, t.save_checkpoint());
+    t.save_checkpoint();
     last_saved_ = t.step();
   }
 }

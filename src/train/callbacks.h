@@ -51,9 +51,11 @@ class Checkpointer : public Callback {
   void on_start(Trainer& t) override;
   void on_step(Trainer& t, const StepResult& r) override;
   void on_end(Trainer& t) override;
+  // Every committed checkpoint (this callback's, a preemption's, a deferred one): console line
+  // and metrics record with its timing (Trainer::SaveTiming).
+  void post_checkpoint(Trainer& t, const std::string& dir) override;
 
  private:
-  void saved(Trainer& t, const std::string& dir);
   int64_t last_saved_ = -1;
 };
 

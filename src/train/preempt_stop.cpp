@@ -30,6 +30,9 @@ void PreemptStopCallback::on_step(Trainer& t, const StepResult& r) {
   // Every rank decides alike (no file system test): an interval step was checkpointed by the
   // Checkpointer just before (or deferred by a non-finite step, when another save_checkpoint()
   // would only defer again); any other step is checkpointed now, by all ranks together.
+  // An asynchronous checkpoint in flight (this step's or an earlier one) is committed first: the
+  // process exits only with its checkpoints complete.
+  t.finish_checkpoint();
   const int64_t every = t.config().trainer.save_interval;
   const std::string dir = every > 0 && r.step % every == 0 ? cat(t.run_dir(), "/step", r.step)
                                                            : t.save_checkpoint();

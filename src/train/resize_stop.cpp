@@ -28,6 +28,14 @@ void ResizeStopCallback::on_step(Trainer& t, const StepResult& r) {
   bool stop = false;
   if (t.rank() == 0) {
     std::error_code ec;
+    stop = fs::exists(path_, ec);
+  }
+  if (!t.comm().any(stop)) return;
+  // The stop happens at this step's checkpoint: an asynchronous one is committed first.
+  t.finish_checkpoint();
+  stop = false;
+  if (t.rank() == 0) {
+    std::error_code ec;
     stop = fs::exists(path_, ec) &&
            fs::exists(fs::path(t.run_dir()) / cat("step", r.step) / "COMMITTED", ec);
   }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "distributed/zero.h"
 #include "kernels/loss.h"
@@ -25,6 +26,15 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
   const char* hold = std::getenv("OLMO_TEST_HOLD");
   const char* spec = std::getenv("OLMO_TEST_NAN");
   const char* pscale = std::getenv("OLMO_TEST_PARAM_SCALE");
+  // OLMO_TEST_FREE_BYTES: the free-space figure the checkpoint's check sees (a process-wide hook
+  // of src/ckpt, no callback).
+  if (const char* fb = std::getenv("OLMO_TEST_FREE_BYTES"); fb && *fb) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(fb, &end, 10);
+    OLMO_CHECK(end && *end == 0 && fb[0] != '-', "OLMO_TEST_FREE_BYTES = '", fb,
+               "': expected a byte count");
+    ckpt::set_free_space_hook([n](const std::string&) { return uint64_t(n); });
+  }
   const bool nan = spec && *spec, ps = pscale && *pscale;
   if (!kill && !hold && !nan && !ps) return nullptr;
   auto f = std::make_unique<TestFaults>();

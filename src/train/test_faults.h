@@ -10,7 +10,8 @@
 //   OLMO_TEST_KILL=<where>:<rank>:<step>  that rank SIGKILLs itself at `where`: start (the
 //     starting state is in memory, step = the step it starts from: on_resume), step (after its
 //     first micro-batch of that step: post_backward), ckpt (its checkpoint shard data written,
-//     not yet committed: on_checkpoint_written) -- the crash tests of tests/distributed and the
+//     not yet committed: on_checkpoint_written; with
+//     trainer.async_checkpoint: staged, its write under way on the writer thread) -- the crash tests of tests/distributed and the
 //     kill campaign of tests/train.
 //   OLMO_TEST_HOLD=<where>:<rank>:<step>[+]:<FILE>[,...]  that rank stops at the same named
 //     points, once: it creates FILE (O_EXCL; "pid where step") and then blocks until a signal
@@ -24,6 +25,8 @@
 //     lm_head) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
 //     the group, 2 steps it twice, 1.5 is a wrong lr multiplier on it (decoupled weight decay
 //     included, as an lr multiplier does) -- the recipe deviations `olmo compare` must flag.
+//   OLMO_TEST_FREE_BYTES=N  the checkpoint's free-space check (ckpt::check_free_space) sees N
+//     bytes free on the run dir's file system instead of statvfs's figure.
 // Cost: a few comparisons per step when set; nothing is installed when none is set
 // (OLMO_TEST_PARAM_SCALE: a copy of the group's weights per step).
 #pragma once

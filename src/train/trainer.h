@@ -61,7 +61,9 @@ class SkipStep;
 
 namespace olmo::train {
 
+class CheckpointStager;
 class MetricsLog;
+struct PendingCheckpoint;
 class Progress;
 class TrainModule;
 struct TrainerParts;
@@ -83,12 +85,31 @@ class Trainer {
   // One training step with its step hooks (pre_step .. post_step), without on_step; public for
   // tests and tools.
   StepResult train_step();
-  // Writes RUN_DIR/stepN with the complete state; applies keep_last. Returns the dir.
-  std::string save_checkpoint();
-  // Wall time of the last save_checkpoint(), the fingerprint's share of it, and the CPU time
-  // the fingerprint took (part of it runs beside the writes on a second thread).
+  // Writes RUN_DIR/stepN with the complete state; applies keep_last. Returns the dir. Collective.
+  // A checkpoint still in flight is committed first (at most one in flight). wait = false with
+  // trainer.async_checkpoint (and not at the end of the run): the state is copied into a staging
+  // buffer and written by a background thread (train/async_checkpoint.h); the returned dir is
+  // committed later by finish_checkpoint(). Before writing, the run dir's file system must have
+  // the checkpoint's size free (with a margin), else an error names the dir, need and free bytes.
+  std::string save_checkpoint(bool wait = true);
+  // Collective: waits for the checkpoint in flight (if any), commits it once every rank's part
+  // is durable, applies keep_last; returns its dir ("" when none was in flight). Called before
+  // the process exits normally (end of run, preemption, resize stop).
+  std::string finish_checkpoint();
+  // Collective, at a step boundary: commits the checkpoint in flight if every rank's writer
+  // finished (one small all-reduce while one is in flight; nothing otherwise).
+  void poll_checkpoint();
+  bool checkpoint_in_flight() const { return pending_ != nullptr; }
+  // Timing of the last committed checkpoint: wall time from the save's start to the commit, the
+  // fingerprint's share and CPU time (part of it runs beside the writes on a second thread), and
+  // the time the training loop was blocked by it (stall_s = snapshot_s + commit_s: the staging
+  // copy or, synchronous, the whole write; the wait for the writer and the commit).
   struct SaveTiming {
     double seconds = 0, fingerprint_seconds = 0, fingerprint_cpu_seconds = 0;
+    double stall_s = 0, snapshot_s = 0, copy_s = 0, commit_s = 0, write_s = 0;
+    size_t staged_bytes = 0;
+    bool async = false;
+    int64_t step = 0;  // the checkpoint's step (an asynchronous one commits at a later step)
   };
   const SaveTiming& last_save() const { return last_save_; }
 
@@ -144,8 +165,11 @@ class Trainer {
   void measure_peak();
   void read_shard(const ckpt::CheckpointReader& r, const std::string& prefix, float* base);
   void read_moments(const ckpt::CheckpointReader& r);
-  // Collective: layout-independent fingerprints of the state (trainer_state.cpp).
-  nlohmann::json state_fingerprint(const ckpt::CheckpointWriter* w = nullptr);
+  // Collective: layout-independent fingerprints of the state (trainer_state.cpp); state_part:
+  // the non-tensor part computed at the save's step boundary (else from the state now).
+  nlohmann::json state_fingerprint(const ckpt::CheckpointWriter* w = nullptr,
+                                   const nlohmann::json* state_part = nullptr);
+  nlohmann::json state_part_fingerprint() const;
   void verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
                      bool resume);
   nlohmann::json trainer_section() const;
@@ -167,6 +191,10 @@ class Trainer {
   std::unique_ptr<nlohmann::json> callback_state_;  // restored "callbacks" section (add_callback)
   std::unique_ptr<nlohmann::json> recipe_change_;  // allowed recipe changes at resume (event)
   SaveTiming last_save_;
+  // The checkpoint in flight (async) and the staging buffer + writer thread; the stager is
+  // declared after, so it is destroyed first (its thread joined before the writer goes).
+  std::shared_ptr<PendingCheckpoint> pending_;
+  std::shared_ptr<CheckpointStager> stager_;
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<Progress> progress_;
   std::vector<std::string> warnings_;

@@ -40,6 +40,7 @@
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
+#include "train/async_checkpoint.h"
 #include "train/checkpoint_verify.h"
 #include "train/progress.h"
 #include "train/recipe_check.h"
@@ -78,7 +79,7 @@ static void check_same_model(const model::ModelConfig& want, const json& have,
 // pieces (rank 0 wrote the weights), no extra pass over memory; after a load (w null) every rank
 // fingerprints the elements of its ZeRO shard [lo, hi) of the flat buffer, weights included
 // (one pass over 3 x P / W floats per rank).
-json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
+json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w, const json* state_part) {
   const auto& infos = model_->params_info();
   std::vector<dist::i128> part(3 * infos.size(), 0);
   const char* prefix[3] = {"", "optim.exp_avg/", "optim.exp_avg_sq/"};
@@ -110,9 +111,14 @@ json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w) {
   for (size_t t = 0; t < infos.size(); ++t)
     for (int k = 0; k < 3; ++k)  // the sum mod 2^64
       tensors[prefix[k] + infos[t].name] = hex64(uint64_t(part[3 * t + k]));
-  const json state = state_section_fingerprints(trainer_section(), loader_->state(),
-                                                module_->skip_step().state_json(), module_->optimizer().state_json());
-  return json{{"version", 1}, {"tensors", tensors}, {"state", state}};
+  return json{{"version", 1}, {"tensors", tensors},
+              {"state", state_part ? *state_part : state_part_fingerprint()}};
+}
+
+// The non-tensor part of the fingerprint: trainer, schedule, loader, skip-step, optimizer state.
+json Trainer::state_part_fingerprint() const {
+  return state_section_fingerprints(trainer_section(), loader_->state(),
+                                    module_->skip_step().state_json(), module_->optimizer().state_json());
 }
 
 // The checkpoint's "trainer" section: position, and the schedule that gives every later LR.
@@ -194,7 +200,11 @@ void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, b
 // Inside a non-finite streak (the last step was skipped as NaN/Inf) nothing is written: the
 // checkpoint is deferred to the next finite step (or the end of the run, see trainer.h), and the
 // newest complete checkpoint's dir is returned. The writer itself refuses NaN/Inf tensors.
-std::string Trainer::save_checkpoint() {
+// Asynchronous (wait = false, trainer.async_checkpoint): everything the checkpoint holds is
+// taken here, at the step boundary -- the tensor pieces copied into the staging buffer, the JSON
+// sections and the fingerprint's state part computed -- and finish_checkpoint() commits it.
+std::string Trainer::save_checkpoint(bool wait) {
+  finish_checkpoint();  // at most one in flight: the previous one is committed first
   if (nonfinite_streak_ > 0 && !finishing_) {
     ckpt_deferred_ = true;
     std::string newest;
@@ -209,69 +219,155 @@ std::string Trainer::save_checkpoint() {
     return newest;
   }
   ckpt_deferred_ = false;
-  const double t0 = now_seconds();
-  std::optional<ckpt::CheckpointWriter> w;
-  if (rank_ == 0) w.emplace(cfg_.trainer.run_dir, step_, 0, world_);
+  auto p = std::make_shared<PendingCheckpoint>();
+  p->t0 = now_seconds();
+  p->step = step_;
+  // Free space: the whole checkpoint (weights + both moments, every rank's part) must fit in the
+  // run dir's file system before anything is written (the old ones go only after the commit).
+  // Rank 0 decides, every rank throws alike.
+  std::string no_space;
+  if (rank_ == 0) {
+    try {
+      ckpt::check_free_space(cfg_.trainer.run_dir, 3 * sizeof(float) * model_->num_params(),
+                             cat("checkpoint of step ", step_));
+    } catch (const Error& e) {
+      no_space = e.what();
+    }
+  }
+  comm_->broadcast(no_space, 0);
+  OLMO_CHECK(no_space.empty(), no_space);
+  if (rank_ == 0) p->writer = std::make_unique<ckpt::CheckpointWriter>(cfg_.trainer.run_dir, step_, 0, world_);
   comm_->barrier();  // stepN-tmp exists
-  if (rank_ > 0) w.emplace(cfg_.trainer.run_dir, step_, rank_, world_);
+  if (rank_ > 0) p->writer = std::make_unique<ckpt::CheckpointWriter>(cfg_.trainer.run_dir, step_, rank_, world_);
   // Weights: rank 0 writes them whole, or (ZeRO-3: no rank holds them whole) every rank the
   // pieces of its shard, as the moments; a reader assembles either.
+  std::vector<CkptPiece> pieces;
   const float* shard = module_->param_shard();
   if (rank_ == 0 && !shard)
     for (auto& info : model_->params_info())
-      w->add_tensor(info.name, model_->params() + info.offset, info.shape);
+      pieces.push_back({info.name, model_->params() + info.offset, info.shape, {}, {}});
   const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
   for (auto& info : model_->params_info()) {
     const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
     if (a >= b) continue;
     for (const ckpt::FlatBlock& blk : ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset)) {
       const size_t at = info.offset + blk.flat_begin - lo;
-      if (shard) w->add_tensor(info.name, shard + at, info.shape, blk.offset, blk.local_shape);
-      w->add_tensor("optim.exp_avg/" + info.name, module_->optimizer().exp_avg() + at, info.shape, blk.offset,
-                    blk.local_shape);
-      w->add_tensor("optim.exp_avg_sq/" + info.name, module_->optimizer().exp_avg_sq() + at, info.shape,
-                    blk.offset, blk.local_shape);
+      if (shard) pieces.push_back({info.name, shard + at, info.shape, blk.offset, blk.local_shape});
+      pieces.push_back({"optim.exp_avg/" + info.name, module_->optimizer().exp_avg() + at, info.shape,
+                        blk.offset, blk.local_shape});
+      pieces.push_back({"optim.exp_avg_sq/" + info.name, module_->optimizer().exp_avg_sq() + at,
+                        info.shape, blk.offset, blk.local_shape});
     }
   }
-  for (auto& cb : callbacks_) cb->on_checkpoint_written(*this);
-  const double tf = now_seconds();
-  const json fingerprint = state_fingerprint(&*w);  // collective
-  // Wall-time share: the collective part, the fingerprinting done inline while writing and the
-  // waits for the helper thread; CPU time: everything the fingerprint computed.
-  const ckpt::CheckpointWriter::FingerprintTime& ft = w->fingerprint_time();
-  const double collective = now_seconds() - tf;
-  last_save_.fingerprint_seconds = collective + ft.inline_s + ft.wait_s;
-  last_save_.fingerprint_cpu_seconds = collective + ft.inline_s + ft.helper_s;
-  if (rank_ > 0) w->close_shard();
-  comm_->barrier();  // every shard durable
-  std::string dir;
+  for (CkptPiece& pc : pieces)
+    if (pc.local_shape.empty()) pc.local_shape = pc.shape, pc.offset.assign(pc.shape.size(), 0);
+  // The JSON state of this step boundary (rank 0 writes it at the commit).
   if (rank_ == 0) {
-    w->add_json("model", model::model_config_to_json(model_->config()));
-    w->add_json("fingerprint", fingerprint);
-    w->add_json("trainer", trainer_section());
-    w->add_json("optim", module_->optimizer().state_json());
-    w->add_json("skip_step", module_->skip_step().state_json());
+    auto add = [&](const char* k, json v) { p->sections.push_back(json::array({k, std::move(v)})); };
+    add("model", model::model_config_to_json(model_->config()));
+    add("trainer", trainer_section());
+    add("optim", module_->optimizer().state_json());
+    add("skip_step", module_->skip_step().state_json());
     // The exact reduction's scales for the next step (distributed/scaled_fixed.h): part of
     // what decides the next update's bits.
-    w->add_json("reduce", module_->data_parallel().state_json());
-    w->add_json("loader", loader_->state());
-    w->add_json("rng", json{{"init_seed", cfg_.trainer.init_seed},
-                           {"data_seed", loader_->seed()},
-                           {"data_epoch", loader_->epoch()}});
+    add("reduce", module_->data_parallel().state_json());
+    add("loader", loader_->state());
+    add("rng", json{{"init_seed", cfg_.trainer.init_seed},
+                    {"data_seed", loader_->seed()},
+                    {"data_epoch", loader_->epoch()}});
     json cbs = json::object();
     for (auto& cb : callbacks_) {
-      json s = cb->save();
-      if (!s.is_null()) cbs[cb->name()] = s;
+      json st = cb->save();
+      if (!st.is_null()) cbs[cb->name()] = st;
     }
-    w->add_json("callbacks", cbs);
-    w->add_json("config", to_yaml(cfg_));
-    w->add_json("recipe", recipe());
-    dir = w->commit();
-    ckpt::keep_last(cfg_.trainer.run_dir, int(cfg_.trainer.keep_last));
+    add("callbacks", cbs);
+    add("config", to_yaml(cfg_));
+    add("recipe", recipe());
+  }
+  p->state_fp = state_part_fingerprint();
+  p->async = cfg_.trainer.async_checkpoint && !wait && !finishing_;
+  if (p->async) {
+    if (!stager_) stager_ = std::make_shared<CheckpointStager>();
+    p->copy_s = stager_->start(*p->writer, pieces, rank_ == 0);
+    p->staged_bytes = stager_->staged_bytes();
+    // The checkpoint-data point of this step (test_faults.h's "ckpt" kills / holds land here,
+    // with the write under way on the writer thread).
+    for (auto& cb : callbacks_) cb->on_checkpoint_written(*this);
+  } else {
+    write_pieces(*p->writer, pieces, rank_ == 0);
+  }
+  p->snapshot_s = now_seconds() - p->t0;
+  pending_ = std::move(p);
+  if (!pending_->async) return finish_checkpoint();
+  return cat(cfg_.trainer.run_dir, "/step", pending_->step);
+}
+
+void Trainer::poll_checkpoint() {
+  // Before the first asynchronous save: the staging buffer is allocated and its pages touched
+  // on a background thread (this rank's pieces: rank 0's whole weights unless sharded, the
+  // weight shard under ZeRO-3, both moments' shard; one alignment pad per tensor and kind).
+  if (!stager_ && cfg_.trainer.async_checkpoint && cfg_.trainer.save_interval > 0) {
+    stager_ = std::make_shared<CheckpointStager>();
+    const size_t shard = module_->optimizer().shard_end() - module_->optimizer().shard_begin();
+    const size_t whole = rank_ == 0 && !module_->param_shard() ? model_->num_params() : 0;
+    const size_t zero3 = module_->param_shard() ? shard : 0;
+    // Padding: up to 16 floats per piece, up to 3 pieces (flat_range_blocks) per tensor and kind;
+    // an underestimate only makes start() grow the buffer.
+    const size_t pads = 16 * 3 * 3 * model_->params_info().size();
+    stager_->reserve_async(CheckpointStager::floats_for({whole, zero3, shard, shard}) + pads);
+  }
+  if (!pending_) return;
+  const bool busy = pending_->async && stager_ && stager_->running() && !stager_->done();
+  if (!comm_->any(busy)) finish_checkpoint();
+}
+
+// The commit of the checkpoint in flight, once every rank's part is durable: a write that failed
+// on any rank (its thread's error) fails the commit on every rank, and nothing is committed.
+std::string Trainer::finish_checkpoint() {
+  if (!pending_) return "";
+  std::shared_ptr<PendingCheckpoint> p = std::move(pending_);
+  pending_.reset();
+  const double tc = now_seconds();
+  std::string err;
+  if (p->async) err = stager_->join();
+  const bool failed = comm_->any(!err.empty());
+  OLMO_CHECK(!failed, err.empty() ? cat("checkpoint of step ", p->step, ": the write failed on "
+                                        "another rank (see its error); nothing was committed")
+                                  : err);
+  if (!p->async)  // (asynchronous: called at the save's own step, after the staging copy)
+    for (auto& cb : callbacks_) cb->on_checkpoint_written(*this);
+  const double tf = now_seconds();
+  const json fingerprint = state_fingerprint(p->writer.get(), &p->state_fp);  // collective
+  // Wall-time share: the collective part, the fingerprinting done inline while writing and the
+  // waits for the helper thread; CPU time: everything the fingerprint computed.
+  const ckpt::CheckpointWriter::FingerprintTime& ft = p->writer->fingerprint_time();
+  const double collective = now_seconds() - tf;
+  comm_->barrier();  // every shard durable (each rank's thread fsynced its data before joining)
+  std::string dir;
+  if (rank_ == 0) {
+    for (const json& kv : p->sections) {
+      p->writer->add_json(kv[0].get<std::string>(), kv[1]);
+      if (kv[0] == "model") p->writer->add_json("fingerprint", fingerprint);
+    }
+    dir = p->writer->commit();
+    ckpt::keep_last(cfg_.trainer.run_dir, int(cfg_.trainer.keep_last), p->step);
   }
   comm_->barrier();  // committed: no rank runs ahead of the rename
   comm_->broadcast(dir, 0);
-  last_save_.seconds = now_seconds() - t0;
+  SaveTiming& s = last_save_;
+  s = SaveTiming{};
+  s.seconds = now_seconds() - p->t0;
+  s.fingerprint_seconds = collective + ft.inline_s + ft.wait_s;
+  s.fingerprint_cpu_seconds = collective + ft.inline_s + ft.helper_s;
+  s.snapshot_s = p->snapshot_s;
+  s.copy_s = p->copy_s;
+  s.commit_s = now_seconds() - tc;
+  s.stall_s = s.snapshot_s + s.commit_s;
+  s.write_s = p->async ? stager_->write_seconds() : p->snapshot_s - p->copy_s;
+  s.staged_bytes = p->staged_bytes;
+  s.async = p->async;
+  s.step = p->step;
+  p.reset();
   for (auto& cb : callbacks_) cb->post_checkpoint(*this, dir);
   return dir;
 }

@@ -74,7 +74,9 @@ def main():
     down = down_seconds(p, a)
     check(p.returncode != 0, "mid-step kill: the job exited 0")
     check(down < DOWN_S, f"mid-step kill: the job took {down:.2f} s to end (> {DOWN_S} s)")
-    check(complete_steps(a) == [2, 4], f"mid-step kill: complete checkpoints {complete_steps(a)}")
+    # Step 4's checkpoint is asynchronous (trainer.async_checkpoint): committed at the step
+    # boundary after its write, so a kill inside step 5 may find it still in flight.
+    check(complete_steps(a) in ([2, 4], [2]), f"mid-step kill: complete checkpoints {complete_steps(a)}")
     print(f"kill -9 of rank 1 mid-step 5: job down {down:.2f} s after the step-4 record "
           f"({p.seconds:.1f} s in all, rc {p.returncode}), complete checkpoints "
           f"{complete_steps(a)}")

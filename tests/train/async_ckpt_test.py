@@ -1,0 +1,104 @@
+"""Asynchronous checkpoints (issue 37 item 2), end to end through `olmo train` (configs/tiny.yaml):
+  1. trainer.async_checkpoint true vs false, a checkpoint every step: every checkpoint's tensor
+     files are byte for byte the same and its state.json sections (minus the config, which names
+     the switch) equal; the async run's metrics carry a checkpoint record per step with
+     async true and ckpt_stall_s, the sync run's with async false; every checkpoint verifies.
+  2. Free space: OLMO_TEST_FREE_BYTES (test_faults.h) below the checkpoint's size: the run
+     fails with an error naming the run dir, the bytes needed and the bytes free, and writes
+     no stepN nor stepN-tmp.
+  3. Retention never deletes the newest complete checkpoint: a committed but corrupt step9 (newer
+     than the run's step4) is skipped at resume; with keep_last 1 the run's own step6 must stay
+     (before the fix keep_last kept the corrupt step9 only and nothing loadable was left).
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_data as td  # noqa: E402
+
+fails = []
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+        print("FAIL:", msg)
+
+
+def ov(data, run, steps, extra=()):
+    return [f"data.mix={data['mix']}", f"trainer.run_dir={run}", f"trainer.max_steps={steps}",
+            "eval.at_start=false", "validation.interval=0", "trainer.threads=1",
+            "trainer.progress=off", *extra]
+
+
+def ckpt_events(run):
+    return [r for r in td.read_metrics(run, "info") if r.get("event") == "checkpoint"]
+
+
+def state_sections(d):
+    s = json.load(open(os.path.join(d, "state.json")))
+    s.pop("config", None)
+    return s
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    data = td.make_data(os.path.join(tmp, "data"))
+    # 1. async == sync, byte for byte.
+    runs = {}
+    for mode in ("true", "false"):
+        run = os.path.join(tmp, f"run-{mode}")
+        td.olmo("train", td.tiny_config(), *ov(data, run, 4, ["trainer.save_interval=1",
+                                                                "trainer.keep_last=4",
+                                                                f"trainer.async_checkpoint={mode}"]))
+        runs[mode] = run
+        ev = ckpt_events(run)
+        check([e["step"] for e in ev] == [1, 2, 3, 4], f"{mode}: checkpoint records {ev}")
+        check(all(e["async"] == (mode == "true") for e in ev),
+              f"{mode}: async flags {[e['async'] for e in ev]}")
+        check(all(e["ckpt_stall_s"] >= 0 and e["ckpt_stall_s"] <= e["seconds"] + 1e-6 for e in ev),
+              f"{mode}: stall within the save's wall time: {ev}")
+        if mode == "true":
+            check(all(e["staged_bytes"] > 0 for e in ev[:3]), f"staged bytes: {ev}")
+            check(all(e["at_step"] >= e["step"] for e in ev), "commit at or after the save's step")
+        p = td.olmo("ckpt", "verify", run, check=False)
+        check(p.returncode == 0 and "step4" in p.stdout + p.stderr, f"{mode}: verify: {p.stdout}{p.stderr}")
+    for s in (1, 2, 3, 4):
+        a, b = (os.path.join(runs[m], f"step{s}") for m in ("true", "false"))
+        for f in sorted(os.listdir(b)):
+            if f.startswith("tensors-"):
+                check(open(os.path.join(a, f), "rb").read() == open(os.path.join(b, f), "rb").read(),
+                      f"step{s}/{f}: async and sync bytes differ")
+        check(state_sections(a) == state_sections(b), f"step{s}/state.json: sections differ")
+
+    # 2. Free space below the checkpoint's size.
+    run = os.path.join(tmp, "run-full")
+    os.environ["OLMO_TEST_FREE_BYTES"] = "1000000"
+    p = td.olmo("train", td.tiny_config(), *ov(data, run, 2, ["trainer.save_interval=1"]), check=False)
+    del os.environ["OLMO_TEST_FREE_BYTES"]
+    out = p.stdout + p.stderr
+    check(p.returncode != 0, f"full disk: exit {p.returncode}")
+    check("not enough free space in " + run in out and "1000000 bytes" in out and "needs" in out,
+          f"full disk: message names dir, need and free: {out[-800:]}")
+    left = [d for d in os.listdir(run) if d.startswith("step")] if os.path.isdir(run) else []
+    check(left == [], f"full disk: nothing written, found {left}")
+
+    # 3. keep_last never deletes the newest complete checkpoint.
+    run = os.path.join(tmp, "run-keep")
+    td.olmo("train", td.tiny_config(), *ov(data, run, 6, ["trainer.save_interval=2", "trainer.keep_last=1",
+                                                      "trainer.hard_stop_steps=4"]))
+    shutil.copytree(os.path.join(run, "step4"), os.path.join(run, "step9"))
+    with open(os.path.join(run, "step9", "tensors-00000.bin"), "r+b") as f:
+        f.seek(100)
+        f.write(b"\xff\xff\xff\x7f")
+    p = td.olmo("train", td.tiny_config(), *ov(data, run, 6, ["trainer.save_interval=2", "trainer.keep_last=1"]),
+                check=False)
+    check(p.returncode == 0, f"resume past a corrupt newer checkpoint: {p.stdout[-500:]}{p.stderr[-500:]}")
+    check(os.path.isdir(os.path.join(run, "step6")), f"keep_last deleted the newest complete one: {os.listdir(run)}")
+    p = td.olmo("ckpt", "verify", run, check=False)
+    check(p.returncode == 0 and "step6" in p.stdout + p.stderr, f"newest complete after retention: {p.stdout}{p.stderr}")
+
+print("FAILED" if fails else "PASS", len(fails))
+sys.exit(1 if fails else 0)
