@@ -177,7 +177,7 @@ struct TrainerSection {
   int64_t init_seed = 12536;         // model init seed (OLMo-core ExperimentConfig.init_seed)
   int64_t save_interval = 0;         // checkpoint every N steps (0: only at the end)
   int64_t keep_last = 2;             // complete checkpoints kept
-  bool async_checkpoint = true;      // interval checkpoints written by a background thread
+  bool async_checkpoint = false;     // interval checkpoints written by a background thread
   int64_t log_interval = 1;          // metrics line every N steps
   int64_t peak_interval = 200;       // re-measure the fp32 peak every N steps (MFU); 0: only
                                      // at start; -1: never (MFU reported as 0)

@@ -46,7 +46,8 @@ def check(cond, msg):
 def overrides(data, run):
     return [f"data.mix={data['mix']}", f"trainer.run_dir={run}", f"trainer.max_steps={STEPS}",
             f"trainer.save_interval={SAVE}", "trainer.keep_last=2", f"eval.sets.val={data['val']}",
-            f"eval.interval={EVAL}", "validation.interval=0", "trainer.threads=1"]
+            f"eval.interval={EVAL}", "validation.interval=0", "trainer.threads=1",
+            "trainer.async_checkpoint=true"]  # the background writer: kills land mid-write too
 
 
 def launch(args, env_extra, log):
