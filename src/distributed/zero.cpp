@@ -414,10 +414,6 @@ void GradReducer::stream_range(size_t a, size_t b) {
   post(std::max(a, eb), b);
 }
 
-void GradReducer::stream_progress() {
-  if (streamed_ && stream_->active()) stream_->progress();
-}
-
 // The sharded accumulator's streamed micro-batch, after its backward: the embedding's touched
 // rows in an integer round (as sharded_round), then the units still in flight.
 void GradReducer::finish_sharded_stream(const float* g) {

@@ -109,7 +109,7 @@ class GradReducer {
   // begin_stream(g) before the micro-batch's backward (g[P]: the model's gradient buffer);
   // stream_range(a, b) as the backward completes the unit [a, b) (posts it, except the
   // row-sparse embedding, reduced once the touched rows are known: in add_micro_batch for
-  // the sharded accumulator, in finish() otherwise); stream_progress() between units. The
+  // the sharded accumulator, in finish() otherwise); each post also drives the earlier ones. The
   // results have the same bits as without the stream (the same integer sums; fast: the same
   // summation order), tested in tests/distributed/world_size_test.py.
   bool can_stream() const;
@@ -117,7 +117,6 @@ class GradReducer {
   bool streams(bool last) const;
   void begin_stream(float* g);
   void stream_range(size_t a, size_t b);
-  void stream_progress();
   bool redo() const { return redo_; }
   // exact: the per-segment scale state (previous step's exponents), for the checkpoint.
   const SegmentScales& scales() const { return scales_; }
