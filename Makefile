@@ -28,12 +28,12 @@ build: configure
 
 test: build
 	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 -LE slow --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
-	  { python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
+	  { PYTHONPATH=$(CURDIR)/tests/lib python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
 	@$(MAKE) --no-print-directory test-asan-ci
 
 test-slow: build
 	cd $(BUILD) && rc=0 && { ctest --output-on-failure -L slow --output-junit ctest-slow-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
-	  { python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-slow-junit.xml || rc=1; } && exit $$rc
+	  { PYTHONPATH=$(CURDIR)/tests/lib python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-slow-junit.xml || rc=1; } && exit $$rc
 
 docs: build
 	@$(BUILD)/olmo info --config-reference > docs/config.md && echo "wrote docs/config.md"

@@ -16,11 +16,11 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "train"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))  # olmo_test (tests/README.md)
 os.environ.setdefault("OLMO_SOURCE_DIR", ROOT)
 os.environ.setdefault("OLMO_BIN", os.path.join(ROOT, "build", "olmo"))
-import tiny_data  # noqa: E402
-from olmo_core_ref_util import compare, reference  # noqa: E402
+from olmo_test import tiny_data  # noqa: E402
+from olmo_test.refs import compare, reference  # noqa: E402
 
 
 def main():

@@ -17,7 +17,7 @@ export OLMO_SOURCE_DIR=$PWD OLMO_BIN=$PWD/build/olmo OLMO_EVAL_PARITY_TASKS=fast
 export OLMO_EVAL_PARITY_DOCS=$DOCS OLMO_EVAL_PARITY_CTX=$CTX OMP_NUM_THREADS=$THREADS
 export OMP_WAIT_POLICY=passive TIKTOKEN_CACHE_DIR=$PWD/data/tiktoken_cache
 START=$(date -u +%FT%TZ)
-.venv/bin/python tests/eval/olmo_eval_parity.py 2>&1 | grep -vE "Warn|CUDA_HOME|transformer_engine|Loading weights" | tee "$LOG"
+PYTHONPATH=tests/lib .venv/bin/python tests/eval/olmo_eval_parity.py 2>&1 | grep -vE "Warn|CUDA_HOME|transformer_engine|Loading weights" | tee "$LOG"
 {
   echo "# OLMo 3 downstream tasks: olmo evaluate vs ai2-olmo-eval's ICLMetric"
   echo

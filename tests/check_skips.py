@@ -31,7 +31,7 @@ run still passes). Each announcement must name a prerequisite this machine reall
   venv        "OLMO_PYTHON", "venv"            SOURCE/.venv/bin/python exists
 
 An announcement that names none of these, or one that is present, is an error.
-Usage: check_skips.py [--source DIR] [--build DIR] JUNIT.xml
+Usage: PYTHONPATH=tests/lib check_skips.py [--source DIR] [--build DIR] JUNIT.xml
   (--build: default the JUnit file's directory; exit 0: every skip explained; 1: not)
 Standard library only (runs before/without the venv). Prints one line per skip, nothing else
 when there is none.
@@ -45,8 +45,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cpu_features import flags as cpu_flags  # noqa: E402  (/proc/cpuinfo flags, one reader)
+from olmo_test.cpu_features import flags as cpu_flags  # /proc/cpuinfo flags, one reader
 
 
 def run_ok(cmd):

@@ -19,7 +19,6 @@ import random
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 
 import numpy as np

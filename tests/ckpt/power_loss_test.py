@@ -45,10 +45,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
 import dist_util as du  # noqa: E402  (numpy reader of checkpoints: global tensors from all pieces)
+from olmo_test import tiny_data as td
 
-td = du.td
 
 STEPS = 6
 OLMO = os.environ.get("OLMO_BIN", "build/olmo")

@@ -6,7 +6,7 @@ add_test(NAME corpus_tokenizer_parity
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/corpus_tokenizer_parity.sh)
 # eval_suites_check reads the corpus it builds (fixture demo_corpus).
 set_tests_properties(corpus_tokenizer_parity PROPERTIES
-  ENVIRONMENT "OLMO_SOURCE_DIR=${CMAKE_SOURCE_DIR};OLMO_BINARY_DIR=${CMAKE_BINARY_DIR};OLMO_BIN=${CMAKE_BINARY_DIR}/olmo;OLMO_PYTHON=${OLMO_PYTHON};TIKTOKEN_CACHE_DIR=${CMAKE_SOURCE_DIR}/data/tiktoken_cache"
+  ENVIRONMENT "PYTHONPATH=${OLMO_TEST_PYTHONPATH};OLMO_SOURCE_DIR=${CMAKE_SOURCE_DIR};OLMO_BINARY_DIR=${CMAKE_BINARY_DIR};OLMO_BIN=${CMAKE_BINARY_DIR}/olmo;OLMO_PYTHON=${OLMO_PYTHON};TIKTOKEN_CACHE_DIR=${CMAKE_SOURCE_DIR}/data/tiktoken_cache"
   LABELS corpus TIMEOUT 1200 FIXTURES_SETUP demo_corpus)
 # Dedup at scale (not a test): build/tests/bench_dedup [--docs 1000000] (bench/results/dedup.md).
 add_executable(bench_dedup ${CMAKE_SOURCE_DIR}/bench/dedup_bench.cpp)

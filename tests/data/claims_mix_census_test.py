@@ -15,14 +15,12 @@ import logging
 import os
 import re
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import check, finish
+import olmo_test as ot
 
 logging.disable(logging.WARNING)
 NAME, TOK = "OLMoE-mix-0824-dev", "allenai/dolma2-tokenizer"
@@ -42,7 +40,7 @@ def main():
         for i in (1, 3):
             os.makedirs(os.path.dirname(paths[i]), exist_ok=True)
             np.arange(sizes[i], dtype="<u4").tofile(paths[i])
-        out = td.olmo("data", "mix", NAME, "--root", root, "--census").stdout
+        out = ot.olmo("data", "mix", NAME, "--root", root, "--census").stdout
         listed = [x.split(",", 1)[1] for x in out.splitlines() if "," in x and not x.startswith("present")]
         check(listed == list(paths), "the paths are DataMix.build's")
         have = sum(os.path.getsize(p) // 4 for p in paths if os.path.exists(p))
@@ -51,11 +49,11 @@ def main():
         for i in (0, 2):
             os.makedirs(os.path.dirname(paths[i]), exist_ok=True)
             np.arange(sizes[i], dtype="<u4").tofile(paths[i])
-        out = td.olmo("data", "mix", NAME, "--root", root, "--census").stdout
+        out = ot.olmo("data", "mix", NAME, "--root", root, "--census").stdout
         line = census_line(out) or ""
         check(re.fullmatch(r"present 4 of 4 files, 8000 tokens\.?", line) is not None,
               f"all present: {line!r}")
-        out = td.olmo("data", "mix", NAME, "--root", root).stdout
+        out = ot.olmo("data", "mix", NAME, "--root", root).stdout
         check(census_line(out) is None, "no census line without --census")
     finally:
         shutil.rmtree(root, ignore_errors=True)

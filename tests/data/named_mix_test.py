@@ -25,8 +25,8 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
-from tiny_data import olmo, stream, tiny_config  # noqa: E402
+from olmo_test import olmo
+from olmo_test.tiny_data import stream, tiny_config
 
 from olmo_core.data.mixes import DataMix  # noqa: E402
 from olmo_core.data.tokenizer import TokenizerName  # noqa: E402

@@ -24,9 +24,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
 
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 fails = []

@@ -5,13 +5,12 @@ independent reader of our index format)."""
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 MPIRUN = os.environ.get("OLMO_MPIRUN", "mpirun")
 FAILS = []  # messages of failed check() calls
@@ -49,18 +48,18 @@ def train(np_, overrides, env=None, check=True, timeout=300):
 
 def steps(run):
     """step -> (loss, grad_norm, lr, batch_hash) from metrics.jsonl (bit-exact JSON doubles);
-    AssertionError when a step is recorded twice (tiny_data.train_records)."""
-    return td.train_records(run)
+    AssertionError when a step is recorded twice (olmo_test.train_records)."""
+    return ot.train_records(run)
 
 
 def once_problems(run, n_steps, evals=()):
     """[] when every train step 1..n_steps and each (step, set) of evals is recorded exactly
-    once (tiny_data.once_problems); else the problems."""
-    return td.once_problems(run, n_steps, evals)
+    once (olmo_test.once_problems); else the problems."""
+    return ot.once_problems(run, n_steps, evals)
 
 
 def start_record(run):
-    return [r for r in td.read_metrics(run, "info") if r.get("event") == "start"][-1]
+    return [r for r in ot.read_metrics(run, "info") if r.get("event") == "start"][-1]
 
 
 def tensors(step_dir):

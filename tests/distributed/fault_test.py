@@ -19,8 +19,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
+from olmo_test import tiny_data as td
 
 fails = []
 
@@ -48,7 +48,7 @@ def down_seconds(p, run):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_dist_fault_")
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+    data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
     ov = lambda run: du.base_overrides(data, run, steps=8, extra=[  # noqa: E731
         "trainer.save_interval=2", f"eval.sets.val={data['val']}", "eval.interval=2"])
     evals = [(s, "val") for s in (0, 2, 4, 6, 8)]
@@ -105,7 +105,7 @@ def main():
     c = os.path.join(tmp, "locked")
     exe = os.environ.get("OLMO_BIN", "build/olmo")
     first = subprocess.Popen([du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2",
-                              exe, "train", du.td.tiny_config(),
+                              exe, "train", td.tiny_config(),
                               *du.base_overrides(data, c, steps=100000)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

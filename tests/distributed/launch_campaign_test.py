@@ -21,9 +21,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dist_util as du  # noqa: E402
 import launch_util as lu  # noqa: E402
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
 STEPS, EVENTS = 36, 10
 
@@ -40,10 +40,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="olmo_launch_campaign_")
     fails = []
     try:
-        data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * (STEPS + 2))
+        data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * (STEPS + 2))
         ref = os.path.join(tmp, "ref")
         t0 = time.time()
-        du.td.olmo("train", du.td.tiny_config(), *lu.overrides(data, ref, STEPS))
+        ot.olmo("train", td.tiny_config(), *lu.overrides(data, ref, STEPS))
         ref_s = time.time() - t0
 
         # The plan: a first size, then EVENTS events at increasing steps, each with a new size
@@ -65,7 +65,7 @@ def main():
         write_slots(hostfile, n0)
         args = ["--hostfile", hostfile, "--mpi-args", lu.MPI_ARGS, "--poll", "0.05",
                 "--probe-interval", "0.1", "--max-failures", str(EVENTS + 1), "--lock-wait", "30",
-                du.td.tiny_config(), *lu.overrides(data, run, STEPS)]
+                td.tiny_config(), *lu.overrides(data, run, STEPS)]
         t0 = time.time()
         proc, log = lu.start(args, os.path.join(tmp, "launch.log"))
         want_worlds, kills = [n0], 0

@@ -28,9 +28,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dist_util as du  # noqa: E402
 import launch_util as lu  # noqa: E402
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
 STEPS = 60  # long enough that the host returns before the run ends, however fast steps are
 CUT_STEPS = 24  # the cut-network run (scenario 4)
@@ -152,12 +152,12 @@ def cut_network(hosts, agent, mpi, data, tmp, restart_s):
     fails = []
     stall = round(max(2.0, STALL_MARGIN * restart_s), 2)
     ref = os.path.join(tmp, "ref_cut")
-    du.td.olmo("train", du.td.tiny_config(), *lu.overrides(data, ref, CUT_STEPS))
+    ot.olmo("train", td.tiny_config(), *lu.overrides(data, ref, CUT_STEPS))
     run = os.path.join(tmp, "run_cut")
     h1, h2 = hosts.ips
     args = ["--hosts", f"{h1}:2,{h2}:2", "--rsh-agent", agent, "--mpi-args", mpi,
             "--poll", "0.05", "--probe-interval", "0.2", "--max-failures", "3",
-            "--stall-timeout", str(stall), du.td.tiny_config(), *lu.overrides(data, run, CUT_STEPS)]
+            "--stall-timeout", str(stall), td.tiny_config(), *lu.overrides(data, run, CUT_STEPS)]
     proc, log = lu.start(args, os.path.join(tmp, "launch_cut.log"))
     try:
         lu.wait_for(lambda: lu.last_train_step(run) >= 5, 180, "step 5 of the cut run", proc)
@@ -210,9 +210,9 @@ def main():
         hosts.up()
         agent = os.path.join(tmp, "agent.sh")
         agent_script(agent, hosts)
-        data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * (STEPS + 2))
+        data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * (STEPS + 2))
         ref = os.path.join(tmp, "ref")
-        du.td.olmo("train", du.td.tiny_config(), *lu.overrides(data, ref, STEPS))
+        ot.olmo("train", td.tiny_config(), *lu.overrides(data, ref, STEPS))
 
         run = os.path.join(tmp, "run")
         net = f"{hosts.net}.0/24"
@@ -221,7 +221,7 @@ def main():
         h1, h2 = hosts.ips
         args = ["--hosts", f"{h1}:2,{h2}:2", "--rsh-agent", agent, "--mpi-args", mpi,
                 "--poll", "0.05", "--probe-interval", "0.2", "--max-failures", "5",
-                du.td.tiny_config(), *lu.overrides(data, run, STEPS)]
+                td.tiny_config(), *lu.overrides(data, run, STEPS)]
         # The kills land at named points (OLMO_TEST_HOLD): rank 2 (host 2) holds inside step 6;
         # rank 2 again at the first checkpoint it writes from step 10 on (after the grow: rank 2
         # exists only while both hosts run), its shard written, the checkpoint not committed.

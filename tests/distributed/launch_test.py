@@ -33,9 +33,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 import launch_util as lu  # noqa: E402
+from olmo_test import tiny_data as td
 
 fails = []
 STALL_MARGIN = 3  # --stall-timeout = this x the longest restart measured in the same test
@@ -64,7 +64,7 @@ def first_line(text, key):
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_launch_test_")
     try:
-        data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+        data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
         agent = os.path.join(tmp, "agent.sh")
         with open(agent, "w") as f:  # a remote shell for which node-gone does not answer
             f.write('#!/bin/sh\nif [ "$1" = node-gone ]; then\n'
@@ -76,7 +76,7 @@ def main():
         # 1. unreachable host
         run = os.path.join(tmp, "unreachable")
         p = launch(["--hosts", "localhost:2,node-gone:2", "--rsh-agent", agent, *base,
-                    du.td.tiny_config(), *lu.overrides(data, run, 4)])
+                    td.tiny_config(), *lu.overrides(data, run, 4)])
         msg = first_line(p.stderr + p.stdout, "node-gone (2 slots) is unreachable")
         check(p.returncode == 0, f"unreachable host: rc {p.returncode}: {p.stderr[-800:]}")
         check("No route to host" in msg, f"unreachable host: message {msg}")
@@ -86,7 +86,7 @@ def main():
         print("unreachable host:", msg.strip(), "-> ran on", lu.events(run, "launch")[0]["hosts"],
               flush=True)
         p = launch(["--hosts", "localhost:2,node-gone:2", "--rsh-agent", agent, "--min-np", "3",
-                    *base, du.td.tiny_config(), *lu.overrides(data, os.path.join(tmp, "u2"), 4)])
+                    *base, td.tiny_config(), *lu.overrides(data, os.path.join(tmp, "u2"), 4)])
         err = first_line(p.stderr, "error")
         check(p.returncode == 1 and "below --min-np 3" in err and "node-gone" in err,
               f"unreachable host below the minimum: rc {p.returncode}: {p.stderr[-600:]}")
@@ -98,7 +98,7 @@ def main():
         with open(hostfile, "w") as f:
             f.write("localhost slots=4\n")
         ov8 = lu.overrides(data, run, 10, extra=["data.global_batch_tokens=512"])
-        proc, log = lu.start(["--hostfile", hostfile, *base, du.td.tiny_config(), *ov8],
+        proc, log = lu.start(["--hostfile", hostfile, *base, td.tiny_config(), *ov8],
                              os.path.join(tmp, "nondiv.log"))
         try:
             lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
@@ -123,7 +123,7 @@ def main():
         with open(hostfile, "w") as f:
             f.write("localhost slots=2\n")
         proc, log = lu.start(["--hostfile", hostfile, "--min-np", "2", *base,
-                              du.td.tiny_config(), *lu.overrides(data, run, 10)],
+                              td.tiny_config(), *lu.overrides(data, run, 10)],
                              os.path.join(tmp, "below.log"))
         try:
             lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
@@ -142,7 +142,7 @@ def main():
 
         # 4. a job that keeps failing
         run = os.path.join(tmp, "failing")
-        p = launch(["--np", "2", "--max-failures", "2", *base, du.td.tiny_config(),
+        p = launch(["--np", "2", "--max-failures", "2", *base, td.tiny_config(),
                     *lu.overrides(data, run, 10)], env={"OLMO_TEST_KILL": "step:1:3"})
         err = first_line(p.stderr, "error")
         check(p.returncode == 1 and "failed 2 times" in err and "--max-failures 2" in err and
@@ -159,7 +159,7 @@ def main():
         run = os.path.join(tmp, "hung")
         hold = os.path.join(tmp, "hung.hold")
         proc, log = lu.start(["--np", "2", "--stall-timeout", str(stall), *base,
-                              du.td.tiny_config(), *lu.overrides(data, run, 8)],
+                              td.tiny_config(), *lu.overrides(data, run, 8)],
                              os.path.join(tmp, "hung.log"), env={"OLMO_TEST_HOLD": f"step:1:4:{hold}"})
         try:
             lu.wait_file(hold, 120, proc)
@@ -181,7 +181,7 @@ def main():
         stall_floor = round(STALL_MARGIN * restart_s, 2)
         run = os.path.join(tmp, "frozen")
         proc, log = lu.start(["--np", "2", "--stall-floor", str(stall_floor), *base,
-                              du.td.tiny_config(), *lu.overrides(data, run, 40)],
+                              td.tiny_config(), *lu.overrides(data, run, 40)],
                              os.path.join(tmp, "frozen.log"))
         try:
             lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
@@ -212,10 +212,10 @@ def main():
                   f"{stall_floor}): stalled after {e['seconds']:.2f} s, derived timeout "
                   f"{e['timeout_s']:.2f} s = {e['rule']} -> relaunched from step"
                   f"{lu.events(run, 'launch')[-1]['checkpoint_step']}, finished", flush=True)
-        p = launch(["--np", "2", "--dry-run", du.td.tiny_config(), *lu.overrides(data, run, 40)])
+        p = launch(["--np", "2", "--dry-run", td.tiny_config(), *lu.overrides(data, run, 40)])
         check(p.returncode == 0 and "stall watchdog: derived: max(60 s, 10 x the median step gap" in p.stdout,
               f"dry run: the default watchdog is not named: {p.stdout[-600:]}")
-        p = launch(["--np", "2", "--dry-run", "--stall-timeout", "0", du.td.tiny_config(),
+        p = launch(["--np", "2", "--dry-run", "--stall-timeout", "0", td.tiny_config(),
                     *lu.overrides(data, run, 40)])
         check(p.returncode == 0 and "stall watchdog: off (--stall-timeout 0)" in p.stdout,
               f"dry run, --stall-timeout 0: {p.stdout[-600:]}")
@@ -227,12 +227,12 @@ def main():
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             lock.write(f"{os.getpid()}\n")
             lock.flush()
-            p = launch(["--np", "2", *base, du.td.tiny_config(), *lu.overrides(data, run, 4)])
+            p = launch(["--np", "2", *base, td.tiny_config(), *lu.overrides(data, run, 4)])
         err = first_line(p.stderr, "error")
         check(p.returncode == 1 and f"locked by pid {os.getpid()}" in err and
               not lu.events(run, "launch"), f"locked run dir: rc {p.returncode}: {p.stderr[-600:]}")
         print("locked run dir:", err.strip(), flush=True)
-        p = launch(["--np", "2", *base, du.td.tiny_config(),
+        p = launch(["--np", "2", *base, td.tiny_config(),
                     *lu.overrides(data, os.path.join(tmp, "pinned"), 4), "data.processes=2"])
         err = first_line(p.stderr, "error")
         check(p.returncode == 1 and "data.processes" in err, f"pinned world: {p.stderr[-400:]}")

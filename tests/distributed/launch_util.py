@@ -10,6 +10,7 @@ import subprocess
 import time
 
 import dist_util as du
+import olmo_test as ot
 
 MPI_ARGS = "--allow-run-as-root --oversubscribe"
 
@@ -53,7 +54,7 @@ def events(run, name=None):
 
 def last_train_step(run):
     try:
-        recs = du.td.read_metrics(run)
+        recs = ot.read_metrics(run)
     except (FileNotFoundError, json.JSONDecodeError):
         return -1
     return max((r["step"] for r in recs), default=-1)
@@ -131,7 +132,7 @@ def state_sections(step_dir):
 
 def records(run):
     return [(r["step"], r["loss"], r["grad_norm"], r["lr"], r["batch_hash"])
-            for r in du.td.read_metrics(run)]
+            for r in ot.read_metrics(run)]
 
 
 def compare_with_reference(run, ref, step):

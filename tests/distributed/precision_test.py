@@ -23,14 +23,12 @@ case 3) is announced as "NOT RUN here: ... (this CPU lacks AVX512_BF16)" (tests/
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import cpu_features as cf  # noqa: E402
+from olmo_test import cpu_features as cf
+from olmo_test import tiny_data as td
 
 PROBE_BF16 = "OLMO_TEST_PRECISION_PROBE=bf16"
 
@@ -42,7 +40,7 @@ def run_auto(tmp, data, name, envs, precision="auto"):
     ov = du.base_overrides(data, run, steps=3, extra=[f"model.precision={precision}"])
     cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root"]
     for r, env in enumerate(envs):
-        cmd += ([":"] if r else []) + ["-np", "1", "env", *env, exe, "train", du.td.tiny_config(),
+        cmd += ([":"] if r else []) + ["-np", "1", "env", *env, exe, "train", td.tiny_config(),
                                        *ov]
     e = dict(os.environ)
     e.pop("OMP_NUM_THREADS", None)
@@ -55,7 +53,7 @@ def run_auto(tmp, data, name, envs, precision="auto"):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_dist_precision_")
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 4)
+    data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 4)
     fails = []
 
     # Cases 1 and 2 per bf16 path: (name, environment of every rank).

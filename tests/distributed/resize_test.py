@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
 SIZES = (1, 2, 3, 4)
 STAGE = 2       # steps per stage (tree part)
@@ -44,7 +45,7 @@ def overrides(data, run, steps, stop):
 def records(run):
     """Per-step records as a list (a step recorded twice stays visible)."""
     return [(r["step"], r["loss"], r["grad_norm"], r["lr"], r["batch_hash"])
-            for r in du.td.read_metrics(run)]
+            for r in ot.read_metrics(run)]
 
 
 def state_of(step_dir):
@@ -83,7 +84,7 @@ def verify(label, run, step):
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_resize_")
     try:
-        data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+        data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
         # The never-resized runs: 3 stages of STAGE steps, and the random sequences' 8 steps.
         ref = os.path.join(tmp, "ref")
         for stop in (STAGE, 2 * STAGE, 3 * STAGE):
@@ -129,7 +130,7 @@ def main():
         for i, n in enumerate((3, 2, 1)):
             du.train(n, du.base_overrides(data, ms, steps=(i + 1) * STAGE, extra=allow))
             du.train(1, du.base_overrides(data, ms1, steps=(i + 1) * STAGE, extra=allow))
-        changes = [r for r in du.td.read_metrics(ms, "info") if r.get("event") == "recipe_change"]
+        changes = [r for r in ot.read_metrics(ms, "info") if r.get("event") == "recipe_change"]
         check(len(changes) == 2 and "trainer.max_steps 2 -> 4" in changes[0]["changed"],
               f"allowed schedule changes not logged: {changes}")
         check(records(ms) == records(ms1) and

@@ -21,11 +21,10 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import cpu_features as cf  # noqa: E402
+from olmo_test import cpu_features as cf
+from olmo_test import tiny_data as td
 
 fails = []
 
@@ -42,7 +41,7 @@ def loss_rel(a, b):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_dist_")
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+    data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
     run = lambda n: os.path.join(tmp, f"run{n}")  # noqa: E731
 
     # 1. world sizes 1..4

@@ -27,12 +27,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dist_util as du  # noqa: E402
 from dist_util import check  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import cpu_features as cf  # noqa: E402
+from olmo_test import cpu_features as cf
+from olmo_test import tiny_data as td
 
 
 def same(run, ref_run, what):
@@ -47,7 +46,7 @@ def same(run, ref_run, what):
 def plan_bytes(overrides):
     """weights + grads of the per-process plan printed by `olmo train --dry-run`."""
     exe = os.environ.get("OLMO_BIN", "build/olmo")
-    p = subprocess.run([exe, "train", du.td.tiny_config(), *overrides, "--dry-run"],
+    p = subprocess.run([exe, "train", td.tiny_config(), *overrides, "--dry-run"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     m = re.search(r"plan bytes: weights (\d+), grads (\d+)", p.stdout)
@@ -62,7 +61,7 @@ def peak_rss(np_, overrides, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     wrap = ('exec /usr/bin/time -f %M -o "$0/rss.$OMPI_COMM_WORLD_RANK" "$@"')
     cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(np_), "sh", "-c", wrap,
-           out_dir, exe, "train", du.td.tiny_config(), *overrides,
+           out_dir, exe, "train", td.tiny_config(), *overrides,
            # tiny.yaml records param_rms (rank 0 holds a weight copy over the step): not in the
            # memory plan this test measures against
            "trainer.param_rms_interval=0"]
@@ -76,7 +75,7 @@ def peak_rss(np_, overrides, out_dir):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_zero3_")
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+    data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
     ov = lambda run, extra=(), steps=6: du.base_overrides(data, os.path.join(tmp, run),  # noqa
                                                           steps=steps, extra=list(extra))
     path = lambda run: os.path.join(tmp, run)  # noqa: E731

@@ -17,8 +17,8 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.environ.get("OLMO_SOURCE_DIR", "."), "tests", "train"))
-from tiny_data import make_data, olmo, read_metrics, tiny_config  # noqa: E402
+from olmo_test import olmo, read_metrics
+from olmo_test.tiny_data import make_data, tiny_config
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 SUITES = {"gcide_def": os.path.join(SRC, "evalsets", "gcide_def.jsonl"),

@@ -26,8 +26,8 @@ import tempfile
 import torch
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
-sys.path.insert(0, os.path.join(SRC, "tests", "train"))
-from tiny_data import make_data, olmo, read_metrics, tiny_config  # noqa: E402
+from olmo_test import olmo, read_metrics
+from olmo_test.tiny_data import make_data, tiny_config
 
 failures = []
 

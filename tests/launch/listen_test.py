@@ -20,8 +20,8 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402  (test_main, pin_binary, check, the distributed helpers)
+from olmo_test import tiny_data as td
 
 OMPI_EXES = {"orterun", "mpirun", "mpiexec", "orted", "prte", "prted", "prterun"}
 STEPS = 60
@@ -124,13 +124,13 @@ def describe(seen):
 def body(tmp, du, lu):
     check = su.check
     me = os.path.realpath(os.environ["OLMO_BIN"])
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+    data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
     base = ["--np", "2", "--poll", "0.05"]
 
     # 1. no TCP BTL: nothing of ours listens
     run1 = os.path.join(tmp, "shm")
     proc, log = lu.start([*base, "--mpi-args", lu.MPI_ARGS + " --mca btl self,vader",
-                          du.td.tiny_config(), *lu.overrides(data, run1, STEPS)],
+                          td.tiny_config(), *lu.overrides(data, run1, STEPS)],
                          os.path.join(tmp, "shm.log"))
     seen, ours = watch(lu, proc, log, run1)
     check(proc.returncode == 0, f"run 1: rc {proc.returncode}: {open(os.path.join(tmp, 'shm.log')).read()[-1500:]}")
@@ -149,7 +149,7 @@ def body(tmp, du, lu):
     mca = (f" --mca btl_tcp_port_min_v4 {v4} --mca btl_tcp_port_range_v4 {WINDOW}"
            f" --mca btl_tcp_port_min_v6 {v6} --mca btl_tcp_port_range_v6 {WINDOW}")
     run2 = os.path.join(tmp, "tcp")
-    proc, log = lu.start([*base, "--mpi-args", lu.MPI_ARGS + mca, du.td.tiny_config(),
+    proc, log = lu.start([*base, "--mpi-args", lu.MPI_ARGS + mca, td.tiny_config(),
                           *lu.overrides(data, run2, STEPS)], os.path.join(tmp, "tcp.log"))
     poked, refused, snap = [], [], {}
     try:

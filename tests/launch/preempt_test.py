@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402  (pin_binary, check, the tests/distributed helpers)
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
 STEPS = 20
 SAVE = 5
@@ -38,7 +39,7 @@ def env():
 
 
 def stop_record(du, run):
-    return [r for r in du.td.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
+    return [r for r in ot.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
 
 
 def finish_and_compare(du, lu, name, cmd, run, ref, log):
@@ -52,7 +53,7 @@ def case(du, lu, tmp, data, ref, name, cmd, target):
     """Starts cmd, signals target(proc, run) at a random time, checks exit 4 and the stop."""
     after, delay = RNG.randint(1, 14), RNG.uniform(0, 0.06)
     run = os.path.join(tmp, name)
-    cmd = [*cmd, du.td.tiny_config(), *lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"])]
+    cmd = [*cmd, td.tiny_config(), *lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"])]
     log = os.path.join(tmp, f"{name}.log")
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env())

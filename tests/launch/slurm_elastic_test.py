@@ -13,15 +13,15 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402
+from olmo_test import tiny_data as td
 
 STEPS = 8
 HOLD_STEP = 5  # task 1 stops inside this step (OLMO_TEST_HOLD) and is killed there
 
 
 def body(tmp, du, lu):
-    cfg = du.td.tiny_config()
+    cfg = td.tiny_config()
     data, ref = su.reference(du, lu, tmp, STEPS)
     with su.Cluster(tmp) as c:
         run = os.path.join(tmp, "run")

@@ -14,8 +14,8 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402
+from olmo_test import tiny_data as td
 
 STEPS = 8
 HOLD_STEP = 5
@@ -26,7 +26,7 @@ def ppid(pid):
 
 
 def body(tmp, du, lu):
-    cfg = du.td.tiny_config()
+    cfg = td.tiny_config()
     data, ref = su.reference(du, lu, tmp, STEPS)
     with su.Cluster(tmp, cpus=1, nodes=["n1", "n2"]) as c:
         run = os.path.join(tmp, "run")

@@ -18,8 +18,9 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
 STEPS = 20  # ~0.1 s a step on 2 tasks: the signal lands well before the end
 SIGNAL_AFTER = 3  # step recorded before the signal
@@ -28,7 +29,7 @@ SAVE = 5  # checkpoint interval: the stop step (4 or so) needs a checkpoint of i
 
 def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, tasks=2, regrow=0):
     run = os.path.join(tmp, name)
-    cfg = du.td.tiny_config()
+    cfg = td.tiny_config()
     script = su.job_script(os.path.join(tmp, f"{name}.sh"), tasks,
                            [su.launch_line(cfg, lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"]),
                                            ["--poll", "0.05"])],
@@ -49,7 +50,7 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, ta
         c.run(["scontrol", "release", job])
         print(f"{name}: the requeued job was given --ntasks={regrow}", flush=True)
     ok = c.completed(job, script, t0, name, restarts=1)
-    stops = [r for r in du.td.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
+    stops = [r for r in ot.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
     pre, req = lu.events(run, "preempted"), lu.events(run, "requeue")
     launches, fails = lu.events(run, "launch"), lu.events(run, "failure")
     su.check(len(stops) == 1 and len(pre) == 1 and len(req) == 1 and req[0]["done"] and not fails,

@@ -15,14 +15,14 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import slurm_util as su  # noqa: E402
+from olmo_test import tiny_data as td
 
 STEPS = 4
 
 
 def body(tmp, du, lu):
-    cfg = du.td.tiny_config()
+    cfg = td.tiny_config()
     t0 = time.time()
     data, ref = su.reference(du, lu, tmp, STEPS)
     print(f"plain run: {time.time() - t0:.1f} s", flush=True)

@@ -19,6 +19,8 @@ import socket
 import subprocess
 import tempfile
 import time
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
 SBIN = "/usr/sbin"
 NEEDED = [("munged", "munge"), ("slurmctld", "slurmctld (slurm-wlm)"), ("slurmd", "slurmd (slurm-wlm)")]
@@ -235,15 +237,10 @@ PartitionName=p Nodes={",".join(self.nodes or [self.host])} Default=YES MaxTime=
 
 # --- the olmo runs of the Slurm tests ---------------------------------------------------------
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def dist_helpers():
-    """tests/distributed's dist_util and launch_util (tiny data, the reference comparison)."""
-    import sys
-    d = os.path.join(HERE, "..", "distributed")
-    if d not in sys.path:
-        sys.path.insert(0, d)
+    """tests/distributed's dist_util and launch_util (tiny data, the reference comparison; on
+    PYTHONPATH through olmo_py_test)."""
     import dist_util
     import launch_util
     return dist_util, launch_util
@@ -315,9 +312,9 @@ def pin_binary(tmp):
 def reference(du, lu, tmp, steps, extra=()):
     """The tiny data (12 micro-batches a step) and a plain uninterrupted one-process
     `olmo train` of `steps` steps: (data, reference run dir)."""
-    data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+    data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
     ref = os.path.join(tmp, "ref")
-    du.td.olmo("train", du.td.tiny_config(), *lu.overrides(data, ref, steps, list(extra)))
+    ot.olmo("train", td.tiny_config(), *lu.overrides(data, ref, steps, list(extra)))
     return data, ref
 
 

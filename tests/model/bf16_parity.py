@@ -52,15 +52,14 @@ import numpy as np
 import torch
 
 src = os.environ.get("OLMO_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(src, "tests", "train"))
-import olmo_core_order  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import olmo_core_order
+from olmo_test import tiny_data as td
 
-sys.path.insert(0, os.path.join(src, "tests"))
-import cpu_features as cf  # noqa: E402
+from olmo_test import cpu_features as cf
 
 from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
-from transformers import Olmo3Config, Olmo3ForCausalLM  # noqa: E402
+from olmo_test.refs import tiny_hf_model
+import olmo_test as ot
 
 torch.set_num_threads(1)
 T, MICRO, STEPS, LR, Z = 64, 2, 50, 3e-3, 1e-5
@@ -95,10 +94,10 @@ def step_loss(model, ids, total):
 
 
 def train(d, run, hf, *extra):
-    td.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={run}",
+    ot.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={run}",
             f"trainer.init_from_hf={hf}", "trainer.log_batch_indices=true",
             f"trainer.max_steps={STEPS}", "trainer.threads=1", *extra)
-    return {r["step"]: r for r in td.read_metrics(run)}
+    return {r["step"]: r for r in ot.read_metrics(run)}
 
 
 def olmo_env(env, *args):
@@ -142,14 +141,7 @@ def main():
             os.environ["OLMO_BF16"] = "emulate"
         d = td.make_data(tmp, train_tokens=64 * 8 * (STEPS + 5))
         torch.manual_seed(0)
-        cfg = Olmo3Config(vocab_size=512, hidden_size=64, intermediate_size=128,
-                          num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                          sliding_window=16, max_position_embeddings=T, rms_norm_eps=1e-6,
-                          rope_theta=500000.0, pad_token_id=None, eos_token_id=None,
-                          bos_token_id=None, tie_word_embeddings=False,
-                          attn_implementation="eager")
-        cfg.layer_types = ["sliding_attention"] * 3 + ["full_attention"]
-        model = Olmo3ForCausalLM(cfg).float()
+        model = tiny_hf_model(T)
         hf = os.path.join(tmp, "hf")
         model.save_pretrained(hf)
 
@@ -246,7 +238,7 @@ def main():
             # A precision change on resume is a recipe change: allowed explicitly.
             got = train(d, run, hf, f"model.precision={second}",
                         *(["--allow-recipe-change", "model.precision"] if first != second else []))
-            starts = [r for r in td.read_metrics(run, "info") if r.get("event") == "start"]
+            starts = [r for r in ot.read_metrics(run, "info") if r.get("event") == "start"]
             check(starts and starts[-1]["start"] == "resume" and starts[-1]["step"] == half and
                   starts[-1].get("precision") == second,
                   f"{first} -> {second}: resumed at step {half} under {second}")

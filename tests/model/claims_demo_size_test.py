@@ -12,14 +12,12 @@ Cost: ~3 s (importing transformers).
 """
 import os
 import re
-import sys
 
 import torch
 import yaml
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import check, finish
+import olmo_test as ot
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 
@@ -45,7 +43,7 @@ def main():
         n_ref = sum(p.numel() for p in Olmo3ForCausalLM(hc).parameters())
     check(round(n_ref / 1e6, 1) == claimed,
           f"transformers' Olmo3ForCausalLM of that shape: {n_ref:,} parameters = {claimed}M")
-    p = td.olmo("train", os.path.join(SRC, "configs", "demo.yaml"), "--dry-run")
+    p = ot.olmo("train", os.path.join(SRC, "configs", "demo.yaml"), "--dry-run")
     ours = re.search(r"parameters: ([\d,]+) total", p.stdout + p.stderr)
     check(ours is not None and int(ours.group(1).replace(",", "")) == n_ref,
           f"`olmo train configs/demo.yaml --dry-run`: {ours.group(0) if ours else None} "

@@ -20,15 +20,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import tiny_data as td
+from olmo_test import check, finish
+import olmo_test as ot
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 V_MODEL, V_TOK = 100352, 100278
@@ -54,8 +53,8 @@ def main():
     try:
         full, sliced = os.path.join(tmp, "full"), os.path.join(tmp, "sliced")
         base = ["export", "--config", td.tiny_config(), f"model.vocab_size={V_MODEL}", "--seed", "3"]
-        td.olmo(*base, "--out", full)
-        td.olmo(*base, "--hf-vocab", "--out", sliced)
+        ot.olmo(*base, "--out", full)
+        ot.olmo(*base, "--hf-vocab", "--out", sliced)
         cf = json.load(open(os.path.join(full, "config.json")))
         cs = json.load(open(os.path.join(sliced, "config.json")))
         tf, ts = tensors(full), tensors(sliced)
@@ -94,14 +93,14 @@ def main():
         tf_path, out = os.path.join(tmp, "tokens.txt"), os.path.join(tmp, "logits.f32")
         with open(tf_path, "w") as f:
             f.write(" ".join(map(str, ids)) + "\n")
-        td.olmo("logits", "--model", sliced, "--tokens", tf_path, "--out", out)
+        ot.olmo("logits", "--model", sliced, "--tokens", tf_path, "--out", out)
         ours = np.fromfile(out, dtype=np.float32)
         ok = ours.size == len(ids) * V_TOK
         e = rel_l2(ours.reshape(len(ids), V_TOK), ls) if ok else float("inf")
         check(ok and e <= 1e-5, f"import: `olmo logits` on the sliced dir = transformers "
               f"({ours.size} values, rel L2 {e:.1e})")
 
-        p = td.olmo("export", "--config", td.tiny_config(), "--seed", "3", "--hf-vocab",
+        p = ot.olmo("export", "--config", td.tiny_config(), "--seed", "3", "--hf-vocab",
                     "--out", os.path.join(tmp, "small"), check=False)
         msg = (p.stdout + p.stderr).strip().splitlines()
         check(p.returncode != 0 and "vocab" in (p.stdout + p.stderr).lower(),

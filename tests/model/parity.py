@@ -27,8 +27,7 @@ import torch
 from safetensors.numpy import load_file
 from transformers import Olmo3Config, Olmo3ForCausalLM
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import cpu_features as cf  # noqa: E402
+from olmo_test import cpu_features as cf
 
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 ISAS = cf.ISAS

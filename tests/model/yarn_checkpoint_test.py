@@ -33,10 +33,9 @@ import transformers
 from transformers import AutoModelForCausalLM, Olmo3Config, Olmo3ForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "train"))
-sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
 import dist_util as du  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
@@ -196,7 +195,7 @@ def main():
         data = td.make_data(os.path.join(tmp, "data"))
         run, init = os.path.join(tmp, "run"), os.path.join(tmp, "init")
         make_init(init)
-        td.olmo("train", os.path.join(SRC, "configs", "tiny.yaml"), f"data.mix={data['mix']}",
+        ot.olmo("train", os.path.join(SRC, "configs", "tiny.yaml"), f"data.mix={data['mix']}",
                 f"trainer.run_dir={run}", "trainer.max_steps=4", "model.vocab_size=100352",
                 "model.yarn_factor=4", "model.yarn_old_context_len=32",
                 f"trainer.init_from_hf={init}")

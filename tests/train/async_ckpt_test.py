@@ -16,8 +16,8 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 fails = []
 
@@ -35,7 +35,7 @@ def ov(data, run, steps, extra=()):
 
 
 def ckpt_events(run):
-    return [r for r in td.read_metrics(run, "info") if r.get("event") == "checkpoint"]
+    return [r for r in ot.read_metrics(run, "info") if r.get("event") == "checkpoint"]
 
 
 def state_sections(d):
@@ -50,7 +50,7 @@ with tempfile.TemporaryDirectory() as tmp:
     runs = {}
     for mode in ("true", "false"):
         run = os.path.join(tmp, f"run-{mode}")
-        td.olmo("train", td.tiny_config(), *ov(data, run, 4, ["trainer.save_interval=1",
+        ot.olmo("train", td.tiny_config(), *ov(data, run, 4, ["trainer.save_interval=1",
                                                                 "trainer.keep_last=4",
                                                                 f"trainer.async_checkpoint={mode}"]))
         runs[mode] = run
@@ -63,7 +63,7 @@ with tempfile.TemporaryDirectory() as tmp:
         if mode == "true":
             check(all(e["staged_bytes"] > 0 for e in ev[:3]), f"staged bytes: {ev}")
             check(all(e["at_step"] >= e["step"] for e in ev), "commit at or after the save's step")
-        p = td.olmo("ckpt", "verify", run, check=False)
+        p = ot.olmo("ckpt", "verify", run, check=False)
         check(p.returncode == 0 and "step4" in p.stdout + p.stderr, f"{mode}: verify: {p.stdout}{p.stderr}")
     for s in (1, 2, 3, 4):
         a, b = (os.path.join(runs[m], f"step{s}") for m in ("true", "false"))
@@ -76,7 +76,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # 2. Free space below the checkpoint's size.
     run = os.path.join(tmp, "run-full")
     os.environ["OLMO_TEST_FREE_BYTES"] = "1000000"
-    p = td.olmo("train", td.tiny_config(), *ov(data, run, 2, ["trainer.save_interval=1"]), check=False)
+    p = ot.olmo("train", td.tiny_config(), *ov(data, run, 2, ["trainer.save_interval=1"]), check=False)
     del os.environ["OLMO_TEST_FREE_BYTES"]
     out = p.stdout + p.stderr
     check(p.returncode != 0, f"full disk: exit {p.returncode}")
@@ -87,17 +87,17 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # 3. keep_last never deletes the newest complete checkpoint.
     run = os.path.join(tmp, "run-keep")
-    td.olmo("train", td.tiny_config(), *ov(data, run, 6, ["trainer.save_interval=2", "trainer.keep_last=1",
+    ot.olmo("train", td.tiny_config(), *ov(data, run, 6, ["trainer.save_interval=2", "trainer.keep_last=1",
                                                       "trainer.hard_stop_steps=4"]))
     shutil.copytree(os.path.join(run, "step4"), os.path.join(run, "step9"))
     with open(os.path.join(run, "step9", "tensors-00000.bin"), "r+b") as f:
         f.seek(100)
         f.write(b"\xff\xff\xff\x7f")
-    p = td.olmo("train", td.tiny_config(), *ov(data, run, 6, ["trainer.save_interval=2", "trainer.keep_last=1"]),
+    p = ot.olmo("train", td.tiny_config(), *ov(data, run, 6, ["trainer.save_interval=2", "trainer.keep_last=1"]),
                 check=False)
     check(p.returncode == 0, f"resume past a corrupt newer checkpoint: {p.stdout[-500:]}{p.stderr[-500:]}")
     check(os.path.isdir(os.path.join(run, "step6")), f"keep_last deleted the newest complete one: {os.listdir(run)}")
-    p = td.olmo("ckpt", "verify", run, check=False)
+    p = ot.olmo("ckpt", "verify", run, check=False)
     check(p.returncode == 0 and "step6" in p.stdout + p.stderr, f"newest complete after retention: {p.stdout}{p.stderr}")
 
 print("FAILED" if fails else "PASS", len(fails))

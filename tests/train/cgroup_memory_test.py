@@ -17,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 LIMIT = 512 << 20
 fails = []
@@ -85,7 +85,7 @@ def main():
               f"{msg[-400:]}")
         rd = os.path.join(tmp, "small")
         p = in_cgroup(cg, [*base, f"trainer.run_dir={rd}", "trainer.max_steps=2"])
-        check(p.returncode == 0 and len(td.read_metrics(rd)) == 2,
+        check(p.returncode == 0 and len(ot.read_metrics(rd)) == 2,
               f"the tiny model trains in the same cgroup: rc {p.returncode} {p.stderr[-300:]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -24,8 +24,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
 import dist_util as du  # noqa: E402
+from olmo_test import tiny_data as td
 
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 fails = []
@@ -83,7 +83,7 @@ def tamper_state(d, section, mutate):
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_ckpt_verify_")
     try:
-        data = du.td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
+        data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
         run = os.path.join(tmp, "run")
         ov = lambda r, extra=(): du.base_overrides(data, r, steps=4, extra=[  # noqa: E731
             "trainer.hard_stop_steps=2", *extra])

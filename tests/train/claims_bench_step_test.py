@@ -14,13 +14,10 @@ Seen red: an OLMO_BIN shim that rewrites the MFU line to twice its value fails t
 Cost: ~6 s (two short benches with peak measurements).
 """
 import json
-import os
 import re
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import check, finish
+import olmo_test as ot
 
 SEQ, BATCH = 64, 2
 
@@ -31,7 +28,7 @@ def field(out, pat):
 
 
 def bench(*extra):
-    p = td.olmo("bench", "step", "--preset", "olmo3-tiny", "--seq", str(SEQ), "--batch", str(BATCH),
+    p = ot.olmo("bench", "step", "--preset", "olmo3-tiny", "--seq", str(SEQ), "--batch", str(BATCH),
                 *extra)
     out = p.stdout + p.stderr
     what = "bench step" + (" " + " ".join(extra) if extra else "")
@@ -63,13 +60,13 @@ def bench(*extra):
 def main():
     fpt = bench()
     bench("--optimizer")
-    info = json.loads(td.olmo("info", "--preset", "olmo3-tiny", "--seq", str(SEQ), "--json").stdout)
+    info = json.loads(ot.olmo("info", "--preset", "olmo3-tiny", "--seq", str(SEQ), "--json").stdout)
     ref = info.get("flops_per_token")
     if isinstance(ref, dict):
         ref = ref.get("ours")
     check(fpt is not None and ref is not None and abs(fpt - float(ref)) <= 5e-4 * float(ref),
           f"flops/token {fpt} = `olmo info`'s {ref}")
-    p = td.olmo("bench", "step", "--preset", "no-such-preset", "--seq", "8", "--batch", "1",
+    p = ot.olmo("bench", "step", "--preset", "no-such-preset", "--seq", "8", "--batch", "1",
                 check=False)
     check(p.returncode != 0 and "no-such-preset" in p.stdout + p.stderr,
           f"a bad preset is an error naming it (rc {p.returncode})")

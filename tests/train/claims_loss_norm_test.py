@@ -28,18 +28,16 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "distributed"))
 import dist_util as du  # noqa: E402
-import olmo_core_order  # noqa: E402
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import olmo_core_order
+from olmo_test import tiny_data as td
+from olmo_test import check, finish
+import olmo_test as ot
 
 logging.disable(logging.WARNING)
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
@@ -123,10 +121,10 @@ def train(world, run, hf, norm, mix):
             "trainer.log_batch_indices=true", "trainer.threads=1", "dist.reduce=exact",
             f"trainer.loss_normalization={norm}"]
     if world == 1:
-        td.olmo("train", td.tiny_config(), *args)
+        ot.olmo("train", td.tiny_config(), *args)
     else:
         du.train(world, args)
-    return {r["step"]: r for r in td.read_metrics(run)}
+    return {r["step"]: r for r in ot.read_metrics(run)}
 
 
 def main():
@@ -139,7 +137,7 @@ def main():
         ids, mask, doc = olmo_core_packed(files, os.path.join(tmp, "oc_work"))
         batch = olmo_core_order.numpy_batches(len(ids), G, SEED, 1)[0]
         hf = os.path.join(tmp, "hf")
-        td.olmo("export", "--config", td.tiny_config(), "--seed", "5", "--no-tokenizer", "--out", hf)
+        ot.olmo("export", "--config", td.tiny_config(), "--seed", "5", "--no-tokenizer", "--out", hf)
         model = AutoModelForCausalLM.from_pretrained(hf, local_files_only=True, dtype=torch.float32,
                                                      attn_implementation="eager")
         b = np.array(batch)

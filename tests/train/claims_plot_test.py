@@ -23,15 +23,14 @@ import json
 import os
 import shutil
 import struct
-import sys
 import tempfile
 
 import numpy as np
 from PIL import Image
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import tiny_data as td
+from olmo_test import check, finish
+import olmo_test as ot
 
 
 
@@ -91,15 +90,15 @@ def main():
     try:
         d = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 8 * 60)
         run = os.path.join(tmp, "run")
-        td.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"eval.sets.val={d['val']}",
+        ot.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"eval.sets.val={d['val']}",
                 f"trainer.run_dir={run}", "trainer.max_steps=40", "trainer.threads=1",
                 "eval.interval=10", "validation.interval=5")
-        p = td.olmo("plot", run)
+        p = ot.olmo("plot", run)
         png = os.path.join(run, "loss.png")
         check(p.stdout.strip().endswith(png) and os.path.isfile(png),
               f"default output RUN_DIR/loss.png, path printed ({p.stdout.strip()!r})")
         other = os.path.join(tmp, "other.png")
-        p = td.olmo("plot", run, "--out", other)
+        p = ot.olmo("plot", run, "--out", other)
         check(os.path.isfile(other) and p.stdout.strip().endswith(other), "--out FILE written")
         raw = open(png, "rb").read()
         ok = raw[:8] == b"\x89PNG\r\n\x1a\n" and raw[12:16] == b"IHDR"
@@ -131,7 +130,7 @@ def main():
 
         empty = os.path.join(tmp, "empty")
         os.makedirs(empty)
-        p = td.olmo("plot", empty, check=False)
+        p = ot.olmo("plot", empty, check=False)
         check(p.returncode != 0 and "metrics.jsonl" in p.stdout + p.stderr,
               f"a run dir without metrics.jsonl is an error naming it (rc {p.returncode})")
     finally:

@@ -25,14 +25,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import cpu_features as cf  # noqa: E402
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import cpu_features as cf
+from olmo_test import tiny_data as td
+from olmo_test import check, finish
+import olmo_test as ot
 
 CASES = [("110/100", "bf16_mixed"), ("111/100", "bf16_mixed"), ("109.9/100", "fp32"),
          ("100/100", "fp32")]
@@ -52,7 +50,7 @@ def run(tmp, data, name, env_extra, probe):
                        capture_output=True, text=True, env=env)
     out = p.stdout + p.stderr
     line = next((x for x in out.splitlines() if x.startswith("precision: auto -> ")), "")
-    start = [r for r in td.read_metrics(rd, "info") if r.get("event") == "start"] \
+    start = [r for r in ot.read_metrics(rd, "info") if r.get("event") == "start"] \
         if os.path.exists(os.path.join(rd, "metrics.jsonl")) else []
     ran = start[0].get("precision") if start else None
     return p.returncode, line, ran, out

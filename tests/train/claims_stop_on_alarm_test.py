@@ -21,18 +21,17 @@ Cost: eight tiny runs, ~4 s.
 """
 import os
 import shutil
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import tiny_data as td
+from olmo_test import check, finish
+import olmo_test as ot
 
 STEPS = 20
 
 
 def last_step(run):
-    return max((r["step"] for r in td.read_metrics(run)), default=0)
+    return max((r["step"] for r in ot.read_metrics(run)), default=0)
 
 
 def main():
@@ -44,14 +43,14 @@ def main():
 
         def train(name, *extra):
             run = os.path.join(tmp, name)
-            p = td.olmo("train", *base, f"trainer.run_dir={run}", *extra, check=False)
+            p = ot.olmo("train", *base, f"trainer.run_dir={run}", *extra, check=False)
             check(p.returncode == 0, f"{name}: exit 0 (got {p.returncode}) {p.stderr[-300:]}")
             return run, p.stdout + p.stderr
 
         fault = ["allow_fault_injection=true", "data.inject_fault=repeat_batch",
                  "data.fault_start_step=5", "data.fault_every=100"]
         run, out = train("audit_stop", *fault, "audit.stop_on_alarm=true")
-        al = td.read_metrics(run, "alarm")
+        al = ot.read_metrics(run, "alarm")
         check(last_step(run) == 5, f"audit.stop_on_alarm: last train record is step 5 "
               f"(got {last_step(run)})")
         check(al and all(a["source"] == "audit" and a["step"] == 5 for a in al),
@@ -62,7 +61,7 @@ def main():
               not any(n.startswith("step") and n != "step5" for n in os.listdir(run)),
               f"the run's final checkpoint is step5: {sorted(os.listdir(run))}")
         run, out = train("audit_go_on", *fault)
-        check(last_step(run) == STEPS and td.read_metrics(run, "alarm"),
+        check(last_step(run) == STEPS and ot.read_metrics(run, "alarm"),
               f"control: without the key the faulty run alarms and goes on to step {STEPS} "
               f"(last {last_step(run)})")
 
@@ -70,7 +69,7 @@ def main():
         vfault = ["allow_fault_injection=true", "data.inject_fault=pool", "data.fault_start_step=1",
                   "audit.enabled=false", f"validation.reference={ref}"]
         run, out = train("val_stop", *vfault, "validation.stop_on_alarm=true")
-        al = td.read_metrics(run, "alarm")
+        al = ot.read_metrics(run, "alarm")
         first = min((a["step"] for a in al), default=None)
         check(first == 5 and all(a["source"] == "validation" for a in al),
               f"validation alarms from step 5 only: {[(a['source'], a['cause'], a['step']) for a in al]}")
@@ -78,23 +77,23 @@ def main():
               f"alarm's step {first} (got {last_step(run)})")
         check("ALARM: stopping the run (validation.stop_on_alarm)" in out, "console names the key")
         run, out = train("val_go_on", *vfault)
-        check(last_step(run) == STEPS and td.read_metrics(run, "alarm"),
+        check(last_step(run) == STEPS and ot.read_metrics(run, "alarm"),
               f"control: without the key it alarms and goes on to step {STEPS} (last {last_step(run)})")
 
         gap = ["allow_fault_injection=true", "data.inject_fault=pool", "data.fault_start_step=1",
                "audit.enabled=false"]
         run, out = train("gap_stop", *gap, "validation.max_gap=0.1", "validation.stop_on_alarm=true")
-        al = td.read_metrics(run, "alarm")
+        al = ot.read_metrics(run, "alarm")
         check(al and {a["cause"] for a in al} == {"gap_too_large"} and last_step(run) == al[0]["step"] == 5,
               f"validation.max_gap=0.1: gap_too_large at step 5 stops the run (alarms "
               f"{[(a['cause'], a['step']) for a in al]}, last step {last_step(run)})")
         run, out = train("gap_off", *gap)
-        check(last_step(run) == STEPS and not td.read_metrics(run, "alarm"),
+        check(last_step(run) == STEPS and not ot.read_metrics(run, "alarm"),
               f"control: without max_gap the pool run has no alarm (last {last_step(run)})")
 
         run, out = train("clean_both", "audit.stop_on_alarm=true", "validation.stop_on_alarm=true",
                          f"validation.reference={ref}")
-        check(last_step(run) == STEPS and not td.read_metrics(run, "alarm") and "ALARM" not in out,
+        check(last_step(run) == STEPS and not ot.read_metrics(run, "alarm") and "ALARM" not in out,
               f"a clean run with both keys runs {STEPS} steps without an alarm (last {last_step(run)})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

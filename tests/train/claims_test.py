@@ -17,10 +17,9 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "distributed"))
 import dist_util as du  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 fails = []
 
@@ -42,7 +41,7 @@ def run(args, nan=None):
 
 
 def nonfinite(run_dir):
-    return [r for r in td.read_metrics(run_dir, "info") if r.get("event") == "nonfinite"]
+    return [r for r in ot.read_metrics(run_dir, "info") if r.get("event") == "nonfinite"]
 
 
 def zloss_cases(tmp, base):
@@ -55,7 +54,7 @@ def zloss_cases(tmp, base):
                      "trainer.hard_stop_steps=3"], nan=f"{kind}:3")
             if not check(p.returncode == 0, f"{what}: rc {p.returncode} " + (p.stderr[-300:] if p.returncode else "")):
                 continue
-            tr = {r["step"]: r for r in td.read_metrics(rd)}
+            tr = {r["step"]: r for r in ot.read_metrics(rd)}
             nf = nonfinite(rd)
             check(tr[3]["skipped"] and not tr[2]["skipped"], f"{what}: step 3 skipped, 2 not")
             check(len(nf) == 1 and nf[0]["step"] == 3 and nf[0]["what"] == "loss",
@@ -77,7 +76,7 @@ def zloss_cases(tmp, base):
 def default_streak(tmp, base):
     rd = os.path.join(tmp, "streak10")
     p = run([*base, f"trainer.run_dir={rd}", "trainer.max_steps=20"], nan="loss:2:30")
-    tr = {r["step"]: r for r in td.read_metrics(rd)}
+    tr = {r["step"]: r for r in ot.read_metrics(rd)}
     check(p.returncode != 0 and max(tr) == 11,
           f"default: NaN from step 2 stops the run after step 11 (rc {p.returncode}, last "
           f"step {max(tr) if tr else None})")
@@ -89,7 +88,7 @@ def default_streak(tmp, base):
           f"10 nonfinite records carrying max_nonfinite_steps 10 ({len(nf)})")
     rd = os.path.join(tmp, "streak9")
     p = run([*base, f"trainer.run_dir={rd}", "trainer.max_steps=12"], nan="loss:2:9")
-    tr = {r["step"]: r for r in td.read_metrics(rd)}
+    tr = {r["step"]: r for r in ot.read_metrics(rd)}
     check(p.returncode == 0 and max(tr) == 12 and not tr[11]["skipped"],
           f"9 in a row (steps 2-10) do not stop the run: rc {p.returncode} " + (p.stderr[-200:] if p.returncode else ""))
 

@@ -20,9 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kill_campaign as kc  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
 
 check = kc.check
 

@@ -37,8 +37,8 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tiny_data import make_data, olmo, tiny_config  # noqa: E402
+from olmo_test import olmo
+from olmo_test.tiny_data import make_data, tiny_config
 
 STEPS, START = 40, 10
 

@@ -27,12 +27,12 @@ import tempfile
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import olmo_core_order  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import olmo_core_order
+from olmo_test import tiny_data as td
 
 from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
-from transformers import Olmo3Config, Olmo3ForCausalLM  # noqa: E402
+from olmo_test.refs import tiny_hf_model
+import olmo_test as ot
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 T, MICRO, STEPS, LR, Z = 64, 2, 20, 3e-3, 1e-5
@@ -88,23 +88,16 @@ def main():
     try:
         d = td.make_data(tmp)
         torch.manual_seed(0)
-        cfg = Olmo3Config(vocab_size=512, hidden_size=64, intermediate_size=128,
-                          num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                          sliding_window=16, max_position_embeddings=T, rms_norm_eps=1e-6,
-                          rope_theta=500000.0, pad_token_id=None, eos_token_id=None,
-                          bos_token_id=None, tie_word_embeddings=False,
-                          attn_implementation="eager")
-        cfg.layer_types = ["sliding_attention"] * 3 + ["full_attention"]
-        model = Olmo3ForCausalLM(cfg).float()
+        model = tiny_hf_model(T)
         hf = os.path.join(tmp, "hf")
         model.save_pretrained(hf)
 
         run = os.path.join(tmp, "run")
-        td.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={run}",
+        ot.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={run}",
                 f"trainer.init_from_hf={hf}", "trainer.log_batch_indices=true",
                 f"eval.sets.val={d['val']}")
-        ours = {r["step"]: r for r in td.read_metrics(run)}
-        evals = {r["step"]: r for r in td.read_metrics(run, "eval")}
+        ours = {r["step"]: r for r in ot.read_metrics(run)}
+        evals = {r["step"]: r for r in ot.read_metrics(run, "eval")}
         check(sorted(ours) == list(range(1, STEPS + 1)), f"{len(ours)} steps logged")
         ref_batches = olmo_core_order.batches(olmo_core_order.token_files(tmp), T, GLOBAL_INSTANCES,
                                               SEED, VOCAB, EOS, PAD, STEPS)

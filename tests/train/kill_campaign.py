@@ -29,8 +29,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
 
 STEPS, SAVE, EVAL = 16, 2, 3
 fails = []

@@ -10,6 +10,8 @@ booleans only, nested objects flattened with '/', a field name holding '/' is th
 import json
 import os
 
+from olmo_test import tiny_data as td
+
 DISCRIMINATOR = {"eval": "set", "benchmark": "suite", "downstream": "task"}
 SKIPPED_KINDS = {"info", "profile"}
 
@@ -57,28 +59,9 @@ def expected(run_dir):
     return {t: sorted(v) for t, v in out.items()}
 
 
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
-
-
-def finish(name):
-    """Exit 1 naming the count of failed checks, else print that all passed."""
-    import sys
-    if fails:
-        print(f"{len(fails)} FAILED")
-        sys.exit(1)
-    print(f"{name}: all checks passed")
-
-
 def train_args(tmp):
     """`olmo train` arguments of the monitoring tests' tiny run: 20 steps, held-out eval and
     validation every 5 steps (records of kinds train, eval, validation, info)."""
-    import tiny_data as td
     d = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 8 * 60)
     return [td.tiny_config(), f"data.mix={d['mix']}", f"eval.sets.val={d['val']}",
             "eval.interval=5", "validation.interval=5", "trainer.threads=1"]

@@ -28,10 +28,9 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "distributed"))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
 import dist_util as du  # noqa: E402
+import olmo_test as ot
 
 fails = []
 
@@ -54,7 +53,7 @@ def run(args, env=None):
 
 
 def all_info(run_dir, event):
-    return [r for r in td.read_metrics(run_dir, "info") if r.get("event") == event]
+    return [r for r in ot.read_metrics(run_dir, "info") if r.get("event") == event]
 
 
 def state(d):
@@ -105,7 +104,7 @@ def main():
             p = run([*ov, "trainer.hard_stop_steps=3"], env={"OLMO_TEST_NAN": f"{kind}:3"})
             if not check(p.returncode == 0, f"{what}: rc {p.returncode} {p.stderr[-400:]}"):
                 continue
-            tr = {r["step"]: r for r in td.read_metrics(rd)}
+            tr = {r["step"]: r for r in ot.read_metrics(rd)}
             nf = all_info(rd, "nonfinite")
             check(tr[3]["skipped"] and not tr[2]["skipped"], f"{what}: step 3 not skipped")
             want = "loss" if kind.startswith("loss") else "gradient"
@@ -118,7 +117,7 @@ def main():
             same_state(os.path.join(rd, "step2"), os.path.join(rd, "step3"), what)
             # resumed without the fault: trains on
             p = run(ov)
-            tr = {r["step"]: r for r in td.read_metrics(rd)}
+            tr = {r["step"]: r for r in ot.read_metrics(rd)}
             check(p.returncode == 0 and sorted(tr) == list(range(1, 7)) and
                   all(not tr[s]["skipped"] and tr[s]["loss"] is not None for s in (4, 5, 6)),
                   f"{what}: resume after the skipped step: rc {p.returncode} {p.stderr[-300:]}")
@@ -164,7 +163,7 @@ def main():
                 if not check(p.returncode == 0, f"2 processes {kind}/{mode}: rc {p.returncode} "
                              f"{p.stderr[-400:]}"):
                     continue
-                tr = {r["step"]: r for r in td.read_metrics(rd)}
+                tr = {r["step"]: r for r in ot.read_metrics(rd)}
                 check(tr[3]["skipped"] and not tr[2]["skipped"], f"2 proc {kind}: not skipped")
                 same_state(os.path.join(rd, "step2"), os.path.join(rd, "step3"),
                            f"2 processes {kind} on rank 1 ({mode})")

@@ -18,15 +18,14 @@ shared):
 """
 import os
 import shutil
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data  # noqa: E402
-from olmo_core_ref_util import CKPT, check, compare, reference, script  # noqa: E402
+from olmo_test import check, script
+from olmo_test.refs import CKPT, compare, reference
+import olmo_test as ot
 
 
 def migrate(*args):
-    return tiny_data.olmo("ckpt", *args, check=False)
+    return ot.olmo("ckpt", *args, check=False)
 
 
 def chain(tmp, d, cfg, common, s1, ref1, ours1):
@@ -47,14 +46,14 @@ def chain(tmp, d, cfg, common, s1, ref1, ours1):
     # 2. Stage 2 on both sides, each from its own stage-1 checkpoint.
     check(reference(cfg, common + s2 + [f"trainer.load_path={ref1}"], ref2).returncode == 0,
           "stage 2 reference from OLMo-core's stage-1 checkpoint + chained twin")
-    tiny_data.olmo("train", cfg, *common, *s2, f"trainer.load_path={ours1}",
+    ot.olmo("train", cfg, *common, *s2, f"trainer.load_path={ours1}",
                    f"trainer.run_dir={ours2}", "trainer.log_batch_indices=true",
                    f"validation.reference={ref2}")
     rc, out = compare(ours2, ref2)
     print(out)
     check(rc == 0 and "10 train steps" in out, f"stage 2: olmo compare in tolerance (exit {rc})")
-    check(not tiny_data.read_metrics(ours2, "alarm"), "stage 2: no validation alarm")
-    check([r["step"] for r in tiny_data.read_metrics(ref2)] == list(range(1, 11)),
+    check(not ot.read_metrics(ours2, "alarm"), "stage 2: no validation alarm")
+    check([r["step"] for r in ot.read_metrics(ref2)] == list(range(1, 11)),
           "stage 2 reference restarts at step 1 (trainer state reset)")
 
     # 3. Import OLMo-core step 10 -> olmo.cpp continues.
@@ -62,10 +61,10 @@ def chain(tmp, d, cfg, common, s1, ref1, ours1):
     p = migrate("import-olmo-core", f"{ref1}/step10", imp)
     check(p.returncode == 0 and os.path.exists(f"{imp}/step10/COMMITTED"),
           "import-olmo-core writes an olmo.cpp checkpoint: " + (p.stdout + p.stderr).strip()[-200:])
-    p = tiny_data.olmo("ckpt", "verify", f"{imp}/step10", check=False)
+    p = ot.olmo("ckpt", "verify", f"{imp}/step10", check=False)
     check(p.returncode == 0 and "fingerprints match" in p.stdout,
           "the imported checkpoint carries fingerprints that verify: " + (p.stdout + p.stderr)[-300:])
-    p = tiny_data.olmo("train", cfg, *common, *s1, f"trainer.run_dir={imp}",
+    p = ot.olmo("train", cfg, *common, *s1, f"trainer.run_dir={imp}",
                        "trainer.log_batch_indices=true")
     check("not verified" not in p.stdout + p.stderr,
           "the resume of the imported checkpoint verifies the state it loaded")

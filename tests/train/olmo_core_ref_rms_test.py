@@ -18,12 +18,12 @@ scale (configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: the sche
 import json
 import os
 import re
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data  # noqa: E402
-from olmo_core_ref_util import check, compare, finish, first_violation, reference  # noqa: E402
+from olmo_test import tiny_data
+from olmo_test import check, finish
+from olmo_test.refs import compare, first_violation, reference
+import olmo_test as ot
 
 GROUPS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "q_norm", "k_norm", "mlp_gate",
           "mlp_up", "mlp_down", "attn_norm", "mlp_norm", "final_norm", "lm_head"]
@@ -34,11 +34,11 @@ def ours(run, ref, common, *over, env=None):
     args = ["train", tiny_data.tiny_config(), *common, *over, f"trainer.run_dir={run}",
             f"trainer.init_from_hf={ref}/init_hf", "trainer.log_batch_indices=true"]
     if env is None:
-        return tiny_data.olmo(*args)
+        return ot.olmo(*args)
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        return tiny_data.olmo(*args, check=False)
+        return ot.olmo(*args, check=False)
     finally:
         for k, v in old.items():
             if v is None:
@@ -58,7 +58,7 @@ def main():
             finish("olmo_core_ref_rms")
         # 1. The reference's records and floor.
         for run in (ref, os.path.join(ref, "noise_twin"), os.path.join(ref, "clip_twin")):
-            recs = tiny_data.read_metrics(run, "param_rms")
+            recs = ot.read_metrics(run, "param_rms")
             check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
                   all(list(r["weight"]) == GROUPS and list(r["update"]) == GROUPS for r in recs),
                   f"{os.path.basename(run)}: param_rms at steps 1..{STEPS}, 14 groups")
@@ -71,7 +71,7 @@ def main():
         # 2. olmo.cpp within the floor; the twins too.
         clean = os.path.join(tmp, "clean")
         ours(clean, ref, common)
-        recs = tiny_data.read_metrics(clean, "param_rms")
+        recs = ot.read_metrics(clean, "param_rms")
         check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
               all(sorted(r["weight"]) == sorted(GROUPS) == sorted(r["update"]) for r in recs),
               "olmo.cpp records param_rms at every step, the same 14 groups")

@@ -25,15 +25,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data  # noqa: E402
+from olmo_test import tiny_data
 from olmo_core_chain_checks import chain  # noqa: E402
-from olmo_core_ref_util import PY, RUNNER, check, compare, finish, first_violation, reference  # noqa: E402
+from olmo_test import PY, check, finish
+from olmo_test.refs import RUNNER, compare, first_violation, reference
+import olmo_test as ot
 
 
 def main():
@@ -53,7 +53,7 @@ def main():
                   "noise_floor.json", "init_hf/model.safetensors", "init_hf/config.json",
                   "step10/model_and_optim", "step20/model_and_optim", "step20/train/rank0.pt"):
             check(os.path.exists(os.path.join(ref, f)), f"reference run has {f}")
-        recs = tiny_data.read_metrics(ref)
+        recs = ot.read_metrics(ref)
         check([r["step"] for r in recs] == list(range(1, 21)), "reference has train steps 1..20")
         check(all(len(r["instances"]) == 8 for r in recs), "8 instance indices per step")
         check(all(r.get("grad_norm_f64") and abs(r["grad_norm_f64"] / r["grad_norm"] - 1) < 1e-4
@@ -69,7 +69,7 @@ def main():
               "the floor is the larger twin's difference at every step, and names that twin")
         # The clip twin clips with (and logs) its float64 norm rounded to fp32 at every step; the
         # reference's fp32 norm is not that at some step (else the twin would be the reference).
-        clip = tiny_data.read_metrics(os.path.join(ref, "clip_twin"))
+        clip = ot.read_metrics(os.path.join(ref, "clip_twin"))
         f32 = [float(np.float32(r["grad_norm_f64"])) for r in clip]
         ref_off = [r["step"] for r in recs if r["grad_norm"] != float(np.float32(r["grad_norm_f64"]))]
         check(all(r["grad_norm"] == f for r, f in zip(clip, f32)) and ref_off
@@ -79,10 +79,10 @@ def main():
 
         # 2. olmo.cpp from the same initial weights.
         ours = os.path.join(tmp, "ours")
-        tiny_data.olmo("train", tiny_data.tiny_config(), *common, f"trainer.run_dir={ours}",
+        ot.olmo("train", tiny_data.tiny_config(), *common, f"trainer.run_dir={ours}",
                        f"trainer.init_from_hf={ref}/init_hf", "trainer.log_batch_indices=true",
                        f"validation.reference={ref}")
-        alarms = [r for r in tiny_data.read_metrics(ours, "alarm")]
+        alarms = [r for r in ot.read_metrics(ours, "alarm")]
         check(not alarms, f"validation.reference=REF: no alarm ({alarms[:2]})")
         rc, out = compare(ours, ref)
         print(out)
@@ -122,7 +122,7 @@ def main():
                                  ("lr x1.1", ["optim.lr=3.3e-3"], ("lr",)),
                                  ("z-loss off", ["trainer.z_loss_multiplier=0"], ("train.z_loss",))):
             run = os.path.join(tmp, "typo_" + str(len(name)) + name.split()[0])
-            tiny_data.olmo("train", tiny_data.tiny_config(), *common, *over,
+            ot.olmo("train", tiny_data.tiny_config(), *common, *over,
                            f"trainer.run_dir={run}", f"trainer.init_from_hf={ref}/init_hf",
                            "trainer.log_batch_indices=true")
             rc, out = compare(run, ref)

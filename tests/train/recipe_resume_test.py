@@ -29,10 +29,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "distributed"))
 import dist_util as du  # noqa: E402
+import olmo_test as ot
+from olmo_test import tiny_data as td
 
-td = du.td
 BIN = os.environ.get("OLMO_BIN", "build/olmo")
 fails = []
 
@@ -212,7 +212,7 @@ def main():
         check(q.returncode == 0 and "the recipe changed at this resume" in q.stdout + q.stderr,
               f"allowed lr and optim.eps: accepted with a warning (rc {q.returncode} "
               f"{q.stderr.strip()[-300:]})")
-        ev = [r for r in td.read_metrics(run, "info") if r.get("event") == "recipe_change"]
+        ev = [r for r in ot.read_metrics(run, "info") if r.get("event") == "recipe_change"]
         check(len(ev) == 1 and ev[0]["step"] == 2 and
               {c["key"] for c in ev[0]["changes"]} == {"optim.lr", "optim.eps"},
               f"metrics.jsonl logs the change at step 2: {ev}")

@@ -17,8 +17,8 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 fails = []
 
@@ -43,9 +43,9 @@ def tensors(step_dir):
 def steps_of(run):
     """step -> train record values; each of steps 1..20 must be recorded exactly once (a step
     recorded twice fails here instead of collapsing into one entry)."""
-    probs = td.once_problems(run, 20, [(s, "val") for s in (0, 5, 10, 15, 20)])
+    probs = ot.once_problems(run, 20, [(s, "val") for s in (0, 5, 10, 15, 20)])
     check(not probs, f"{run}: metrics.jsonl: {probs}")
-    return td.train_records(run) if not probs else {}
+    return ot.train_records(run) if not probs else {}
 
 
 def optim_state(step_dir):
@@ -68,21 +68,21 @@ def main():
         base = [td.tiny_config(), f"data.mix={d['mix']}", "trainer.keep_last=5",
                 f"eval.sets.val={d['val']}", "eval.interval=5"]
         A, B, C = (os.path.join(tmp, x) for x in ("A", "B", "C"))
-        td.olmo("train", *base, f"trainer.run_dir={A}")
-        td.olmo("train", *base, f"trainer.run_dir={B}", "trainer.hard_stop_steps=10")
+        ot.olmo("train", *base, f"trainer.run_dir={A}")
+        ot.olmo("train", *base, f"trainer.run_dir={B}", "trainer.hard_stop_steps=10")
         check(sorted(os.listdir(B)).count("step10") == 1, "B: no step10 checkpoint")
-        p = td.olmo("train", *base, f"trainer.run_dir={B}")
+        p = ot.olmo("train", *base, f"trainer.run_dir={B}")
         check("resume" in p.stdout and "step10" in p.stdout, f"B: did not resume: {p.stdout}")
         sa, sb = steps_of(A), steps_of(B)
         check(sorted(sa) == list(range(1, 21)) and sorted(sb) == list(range(1, 21)),
               f"steps logged: {sorted(sa)} / {sorted(sb)}")
         for s in range(1, 21):
             check(sa.get(s) == sb.get(s), f"step {s}: {sa.get(s)} != {sb.get(s)}")
-        check(td.eval_records(A) == td.eval_records(B),
-              f"eval losses: {td.eval_records(A)} != {td.eval_records(B)}")
+        check(ot.eval_records(A) == ot.eval_records(B),
+              f"eval losses: {ot.eval_records(A)} != {ot.eval_records(B)}")
         same_final(B, A, "10+10 resume")
 
-        td.olmo("train", *base, f"trainer.run_dir={C}", "trainer.save_interval=5",
+        ot.olmo("train", *base, f"trainer.run_dir={C}", "trainer.save_interval=5",
                 "trainer.hard_stop_steps=15")
         check(all(os.path.isdir(os.path.join(C, f"step{s}")) for s in (5, 10, 15)),
               f"C checkpoints: {os.listdir(C)}")
@@ -107,13 +107,13 @@ def main():
             R = os.path.join(tmp, "C-" + name.replace(" ", "_"))
             shutil.copytree(C, R)
             damage(os.path.join(R, "step15"))
-            p = td.olmo("train", *base, f"trainer.run_dir={os.path.join(tmp, 'X')}",
+            p = ot.olmo("train", *base, f"trainer.run_dir={os.path.join(tmp, 'X')}",
                         f"trainer.load_path={os.path.join(R, 'step15')}", check=False)
             check(p.returncode == 1 and "step15" in p.stderr,
                   f"{name}: direct load not refused clearly: rc {p.returncode} {p.stderr}")
             print(f"{name}: direct load -> {p.stderr.strip()}")
             shutil.rmtree(os.path.join(tmp, "X"), ignore_errors=True)
-            p = td.olmo("train", *base, f"trainer.run_dir={R}")
+            p = ot.olmo("train", *base, f"trainer.run_dir={R}")
             check("warning" in p.stdout and "step15" in p.stdout,
                   f"{name}: no warning about step15: {p.stdout[:500]}")
             check(f"from {os.path.join(R, 'step10')}" in p.stdout,

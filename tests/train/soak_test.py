@@ -44,13 +44,12 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
-from claims_util import check, finish  # noqa: E402
+from olmo_test import tiny_data as td
+from olmo_test import check, finish
+import olmo_test as ot
 
 INTERVAL = 500
 KEEP = 3
@@ -216,12 +215,12 @@ def main():
         if not check(rc == 0, f"olmo train exit 0 (got {rc})"):
             print(tail)
             finish("train_soak")
-        probs = td.once_problems(run, steps, [(s, "val") for s in range(0, steps + 1, INTERVAL)])
+        probs = ot.once_problems(run, steps, [(s, "val") for s in range(0, steps + 1, INTERVAL)])
         check(not probs, f"train records 1..{steps} once, eval at 0 and every {INTERVAL}: {probs}")
-        vsteps = [r["step"] for r in td.read_metrics(run, "validation")]
+        vsteps = [r["step"] for r in ot.read_metrics(run, "validation")]
         check(vsteps == list(range(INTERVAL, steps + 1, INTERVAL)),
               f"validation every {INTERVAL} steps ({len(vsteps)} records)")
-        audits = [r for r in td.read_metrics(run, "info") if r.get("event") == "audit"]
+        audits = [r for r in ot.read_metrics(run, "info") if r.get("event") == "audit"]
         check(audits and audits[-1]["steps"] == steps and not audits[-1]["findings"],
               f"audit: {steps} steps audited, no findings ({audits[-1:] })")
 

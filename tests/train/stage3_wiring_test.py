@@ -25,9 +25,9 @@ import tempfile
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import olmo_core_order  # noqa: E402
-import tiny_data as td  # noqa: E402
+from olmo_test import olmo_core_order
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 T, G, SEED, VOCAB, EOS, PAD, WINDOW, Z = 64, 8, 7, 512, 0, 1, 16, 1e-5
@@ -84,13 +84,13 @@ def main():
     try:
         d = td.make_data(tmp)
         hf = os.path.join(tmp, "hf")
-        td.olmo("export", "--config", td.tiny_config(), *YARN, "--seed", "5", "--no-tokenizer",
+        ot.olmo("export", "--config", td.tiny_config(), *YARN, "--seed", "5", "--no-tokenizer",
                 "--out", hf)
         run = os.path.join(tmp, "run")
-        td.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={run}",
+        ot.olmo("train", td.tiny_config(), f"data.mix={d['mix']}", f"trainer.run_dir={run}",
                 f"trainer.init_from_hf={hf}", *YARN, "data.generate_doc_lengths=true",
                 "trainer.max_steps=1", "trainer.log_batch_indices=true", "trainer.threads=1")
-        ours = td.read_metrics(run)[0]
+        ours = ot.read_metrics(run)[0]
         batch = olmo_core_order.batches(olmo_core_order.token_files(tmp), T, G, SEED, VOCAB, EOS,
                                         PAD, 1)[0]
         check(ours["instances"] == batch, "our batch == OLMo-core's loader's")

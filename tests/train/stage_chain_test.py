@@ -20,8 +20,8 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import tiny_data as td  # noqa: E402
+from olmo_test import tiny_data as td
+import olmo_test as ot
 
 fails = []
 
@@ -50,7 +50,7 @@ def weights(step_dir):
 
 
 def start(run):
-    return [r for r in td.read_metrics(run, "info") if r.get("event") == "start"][-1]
+    return [r for r in ot.read_metrics(run, "info") if r.get("event") == "start"][-1]
 
 
 def main():
@@ -58,8 +58,8 @@ def main():
     data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 8 * 40)
     s1, s2, s3 = (os.path.join(tmp, f"stage{i}") for i in (1, 2, 3))
     base = [f"data.mix={data['mix']}", "trainer.threads=1"]
-    td.olmo("train", td.tiny_config(), *base, f"trainer.run_dir={s1}", "trainer.max_steps=6")
-    td.olmo("train", td.tiny_config(), *base, f"trainer.run_dir={s2}", "trainer.max_steps=4",
+    ot.olmo("train", td.tiny_config(), *base, f"trainer.run_dir={s1}", "trainer.max_steps=6")
+    ot.olmo("train", td.tiny_config(), *base, f"trainer.run_dir={s2}", "trainer.max_steps=4",
             f"trainer.load_path={s1}", "trainer.load_trainer_state=false",
             "trainer.load_optim_state=true", "scheduler.name=linear_with_warmup",
             "scheduler.warmup_steps=0", "scheduler.alpha_f=0.0", "optim.lr=1e-3", "data.seed=1337")
@@ -86,9 +86,9 @@ def main():
     check(start(s3)["start"] == "phase" and start(s3)["from"].endswith("step4") and
           start(s3)["world"] == 2, f"stage 3 did not start from stage 2's step4: {start(s3)}")
     for run in (s2, s3):
-        steps = [r["step"] for r in td.read_metrics(run)]
+        steps = [r["step"] for r in ot.read_metrics(run)]
         check(steps == [1, 2, 3, 4], f"{run}: steps {steps} (trainer state should restart)")
-        check(all(math.isfinite(r["loss"]) for r in td.read_metrics(run)), f"{run}: loss not finite")
+        check(all(math.isfinite(r["loss"]) for r in ot.read_metrics(run)), f"{run}: loss not finite")
     counts = [state(d)["optim"]["steps"][0] for d in (st1, st2, st3)]
     check(counts == [6, 10, 14], f"AdamW step counts {counts}, expected carried 6 -> 10 -> 14")
     check(state(st3)["loader"]["tokens_processed"] == 4 * 1024,
@@ -96,11 +96,11 @@ def main():
     cfg3 = state(st3)["config"]
     check("packed_fsl" in cfg3 and "yarn_factor: 4" in cfg3, "stage 3 config not recorded")
     check(state(st3)["model"]["d_model"] == 64, "stage 3 model section missing")
-    batch = td.read_metrics(s2)[0]
-    print("stage losses:", [round(td.read_metrics(s)[-1]["loss"], 4) for s in (s1, s2, s3)],
+    batch = ot.read_metrics(s2)[0]
+    print("stage losses:", [round(ot.read_metrics(s)[-1]["loss"], 4) for s in (s1, s2, s3)],
           "AdamW steps", counts, "stage-2 first loss", round(batch["loss"], 5))
     probe = os.path.join(tmp, "probe")
-    td.olmo("train", td.tiny_config(), *base, f"trainer.run_dir={probe}", "trainer.max_steps=1",
+    ot.olmo("train", td.tiny_config(), *base, f"trainer.run_dir={probe}", "trainer.max_steps=1",
             f"trainer.load_path={s1}", "trainer.load_trainer_state=false", "optim.lr=1e-12",
             "optim.weight_decay=0")
     a, b = weights(st1), weights(os.path.join(probe, "step1"))

@@ -33,14 +33,12 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import monitoring_util as mu  # noqa: E402
-import tiny_data as td  # noqa: E402
+import monitoring_util as mu
+import olmo_test as ot
+from olmo_test import check, finish
 
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
-from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader  # noqa: E402
-
-check = mu.check
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
 
 def want(run):
@@ -93,7 +91,7 @@ def check_existing(run):
         steps = [s for s, _, _ in got.get(tag, [])]
         check(steps and len(steps) == len(set(steps)), f"{tag}: {len(steps)} steps, each once")
     same(got, exp, f"{run}, EventAccumulator")
-    mu.finish("tensorboard")
+    finish("tensorboard")
 
 
 def main():
@@ -106,7 +104,7 @@ def main():
         # 1. one run: times, and every scalar against metrics.jsonl
         A = os.path.join(tmp, "A")
         t0 = time.time()
-        td.olmo("train", *base, f"trainer.run_dir={A}", *mu.AUDIT_FAULT)
+        ot.olmo("train", *base, f"trainer.run_dir={A}", *mu.AUDIT_FAULT)
         t1 = time.time()
         recs = mu.records(A)
         times = [r.get("time") for r in recs]
@@ -130,7 +128,7 @@ def main():
         env = dict(os.environ, OLMO_TEST_KILL="step:0:13")
         p = subprocess.run([os.environ.get("OLMO_BIN", "build/olmo"), "train", *runb], env=env,
                            capture_output=True, text=True)
-        steps = sorted(r["step"] for r in td.read_metrics(B))
+        steps = sorted(r["step"] for r in ot.read_metrics(B))
         check(p.returncode != 0 and steps == list(range(1, 13)),
               f"the first job died in step 13 (rc {p.returncode}) having logged steps 1..12 "
               f"(got {steps[:1]}..{steps[-1:]})")
@@ -142,7 +140,7 @@ def main():
         C = os.path.join(tmp, "C")  # the same crashed run without its event files
         shutil.copytree(B, C)
         shutil.rmtree(os.path.join(C, "tb"))
-        q = td.olmo("train", *runb)
+        q = ot.olmo("train", *runb)
         check("resume" in q.stdout and "step10" in q.stdout, "the second job resumed at step10")
         exp = want(B)
         check([s for s, _, _ in exp.get("train/loss", [])] == list(range(1, 21)),
@@ -154,11 +152,11 @@ def main():
         same(raw_view(B), exp, "(b) run B, raw events of all files")
         same(view(live), exp, "(c) run B, the accumulator that had read the crashed job live")
         check(len(os.listdir(os.path.join(B, "tb"))) == 2, "one event file per job")
-        td.olmo("train", *base, f"trainer.run_dir={C}", "trainer.save_interval=5")
+        ot.olmo("train", *base, f"trainer.run_dir={C}", "trainer.save_interval=5")
         same(raw_view(C), want(C), "(d) resumed without tb/ (backfilled from metrics.jsonl), raw")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    mu.finish("tensorboard")
+    finish("tensorboard")
 
 
 if __name__ == "__main__":

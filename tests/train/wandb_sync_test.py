@@ -26,13 +26,11 @@ import sys
 import tempfile
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import monitoring_util as mu  # noqa: E402
-import tiny_data as td  # noqa: E402
+import monitoring_util as mu
+import olmo_test as ot
+from olmo_test import check, finish
 
-from wandb.proto import wandb_internal_pb2 as pb  # noqa: E402
-
-check = mu.check
+from wandb.proto import wandb_internal_pb2 as pb
 
 
 def wandb_records(path):
@@ -93,13 +91,13 @@ def main():
     tmp = tempfile.mkdtemp(prefix="olmo_wandb_")
     try:
         run = os.path.join(tmp, "run")
-        td.olmo("train", *mu.train_args(tmp), f"trainer.run_dir={run}", *mu.AUDIT_FAULT)
+        ot.olmo("train", *mu.train_args(tmp), f"trainer.run_dir={run}", *mu.AUDIT_FAULT)
         p = sync(run, "--out", os.path.join(tmp, "out"))
         check(p.returncode == 0, f"wandb_sync exit 0 (got {p.returncode}) {p.stderr[-400:]}")
         logs = glob.glob(os.path.join(tmp, "out", "wandb", "offline-run-*", "run-*.wandb"))
         check(len(logs) == 1, f"one offline run written: {logs}")
         if not logs:
-            mu.finish("wandb_sync")  # exits 1: nothing to read back
+            finish("wandb_sync")  # exits 1: nothing to read back
         recs = wandb_records(logs[0])
         hist = [r.history for r in recs if r.WhichOneof("record_type") == "history"]
         got = {}
@@ -142,7 +140,7 @@ def main():
               f"(rc {p.returncode}: {p.stderr.strip()[:200]})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    mu.finish("wandb_sync")
+    finish("wandb_sync")
 
 
 if __name__ == "__main__":
