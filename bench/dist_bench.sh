@@ -16,7 +16,8 @@
 # path's parts (profile rows exact_convert = fixed-point conversion + accumulator adds,
 # exact_zero_grad = the per-micro-batch gradient clear, reduce_finish = staging / unpacking /
 # rounding, comm = waits inside communication calls, optimizer = the AdamW shard update; the
-# forward+backward is the rest of the step) and the conversion cost in ns per
+# fwd_bwd_rest = the step less those rows: forward, backward and the rest), each timed step's
+# time (the spread that noise gives) and the conversion cost in ns per
 # parameter per micro-batch. The machine's load average is printed before and after.
 # Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--heads d/64] [--ffn 8d/3 up to 256]
 #                            [--vocab 8192] [--seq 256] [--window "[s/4,s/4,s/4,-1]"]
@@ -94,9 +95,11 @@ for np_ in (1, 2):
         print(f"np {np_} {mode:9s}: step {m(st):.3f} s, comm {m(cm):.3f} s ({100*m(cm)/m(st):.1f}%), "
               f"{m(tps):.0f} tokens/s, MFU {m(mfu):.1f}%, params {info['params']:,}, "
               f"precision {info.get('precision', '?')}, accumulator {info.get('exact_accumulator', '-')}")
+        print(f"    timed steps (s, rounds in order): {' '.join(f'{x:.3f}' for x in st)}")
         if prof["comm"]:
             mb = batch // micro // np_  # micro-batches per rank per step
             pr = {k: m(v) for k, v in prof.items()}
+            pr["fwd_bwd_rest"] = m(st) - sum(pr.values())  # the step less the rows above
             print("    profile per step (rank 0): " + ", ".join(f"{k} {v:.3f} s ({100*v/m(st):.1f}%)" for k, v in pr.items())
                   + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/micro-batch"
                      f" ({mb} micro-batches/rank)" if mode.startswith("exact") else ""))
