@@ -18,20 +18,12 @@ import os
 import random
 import shutil
 import struct
-import subprocess
 import tempfile
 
 import numpy as np
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
-SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
-
-
-def olmo(*args, check=True):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"olmo {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p
+import olmo_test as ot
+from olmo_test import SRC, olmo
 
 
 def words(rng, n, vocab):
@@ -125,7 +117,7 @@ def main():
 
         run = os.path.join(root, "run")
         olmo("train", *cfg, f"trainer.run_dir={run}", f"eval.sets.held={os.path.join(root, 'held')}")
-        al = [json.loads(x) for x in open(os.path.join(run, "metrics.jsonl"))]
+        al = ot.read_metrics(run, None)
         al = [r for r in al if r.get("kind") == "alarm"]
         # One alarm per cause; every finding in RUN_DIR/audit/start_findings.jsonl.
         assert sorted(r["cause"] for r in al) == ["contamination", "duplicate_across_entries"], al
@@ -162,7 +154,7 @@ def main():
              f"benchmarks.canaries={canaries}", "benchmarks.exposure_candidates=4")
         p = olmo("audit", run2, check=False)
         assert p.returncode == 0 and "clean" in p.stdout, (p.stdout, p.stderr)
-        recs = [json.loads(x) for x in open(os.path.join(run2, "metrics.jsonl"))]
+        recs = ot.read_metrics(run2, None)
         val = [json.loads(x) for x in open(os.path.join(run2, "validation.jsonl"))]
         assert [v["step"] for v in val] == [1, 2], val
         for v in val:  # step 1 mid-run, step 2 at the end of the run

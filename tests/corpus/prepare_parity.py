@@ -6,7 +6,6 @@ Env (set by olmo_py_test): OLMO_BIN, TIKTOKEN_CACHE_DIR."""
 import gzip
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -14,8 +13,9 @@ import numpy as np
 import tiktoken
 from olmo_core.data.utils import iter_document_indices
 
+from olmo_test import fail, finish, olmo
+
 EOS = 100257
-BIN = os.environ["OLMO_BIN"]
 
 TEXTS = [
     "Hello world",
@@ -29,15 +29,12 @@ TEXTS = [
 
 
 def run(args, ok=True):
-    p = subprocess.run([BIN, "prepare", "--no-progress"] + args, capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        sys.exit(f"olmo prepare failed: {p.stderr}")
-    return p
+    """`olmo prepare --no-progress ARGS` (exit 0 asserted when ok)."""
+    return olmo("prepare", "--no-progress", *args, check=ok)
 
 
 def main():
     enc = tiktoken.get_encoding("cl100k_base")
-    fails = []
     with tempfile.TemporaryDirectory() as tmp:
         a = os.path.join(tmp, "a.jsonl")
         b = os.path.join(tmp, "b.jsonl.gz")
@@ -54,13 +51,13 @@ def main():
             outs.append(out)
         names = sorted(os.listdir(outs[0]))
         if names != sorted(os.listdir(outs[1])):
-            fails.append("different file lists for --threads 1 and 2")
+            fail("different file lists for --threads 1 and 2")
         for n in names:
             if open(os.path.join(outs[0], n), "rb").read() != open(os.path.join(outs[1], n), "rb").read():
-                fails.append(f"{n} differs between --threads 1 and 2")
+                fail(f"{n} differs between --threads 1 and 2")
         npys = sorted(n for n in names if n.endswith(".npy"))
         if len(npys) < 2:
-            fails.append(f"expected several files, got {npys}")
+            fail(f"expected several files, got {npys}")
         # Expected stream: tiktoken ids of each document (specials as plain text) + EOS.
         want_docs = [enc.encode(t, disallowed_special=()) + [EOS] for t in TEXTS]
         ids = [f"a{i}" for i in range(150)] + [f"b,{i}" for i in range(len(TEXTS) - 150)]
@@ -71,7 +68,7 @@ def main():
             spans_csv = list(iter_document_indices(path, use_array_if_local=False, dtype=np.uint32))
             spans_eos = list(iter_document_indices(path, eos_token_id=EOS, dtype=np.uint32))
             if spans_csv != spans_eos:
-                fails.append(f"{n}: index spans differ from EOS positions")
+                fail(f"{n}: index spans differ from EOS positions")
             with gzip.open(path.replace(".npy", ".csv.gz"), "rt") as f:
                 rows = [line.rstrip("\n") for line in f]
             for (s, e), row in zip(spans_csv, rows):
@@ -80,28 +77,26 @@ def main():
                 got_ids.append(rid[1:-1].replace('""', '"') if rid.startswith('"') else rid)
         if got_docs != want_docs:
             bad = next(i for i, (g, w) in enumerate(zip(got_docs + [None] * 999, want_docs)) if g != w)
-            fails.append(f"tokens differ from tiktoken at document {bad}: {TEXTS[bad][:60]!r}")
+            fail(f"tokens differ from tiktoken at document {bad}: {TEXTS[bad][:60]!r}")
         if got_ids != ids:
-            fails.append("document ids in the index differ from the input ids")
+            fail("document ids in the index differ from the input ids")
         # Bad input: malformed line -> file:line; empty corpus -> clear error.
         bad = os.path.join(tmp, "bad.jsonl")
         with open(bad, "w") as f:
             f.write('{"text": "ok"}\n{"text": nope}\n')
         p = run(["--out", os.path.join(tmp, "o3"), bad], ok=False)
         if p.returncode != 1 or f"{bad}:2:" not in p.stderr:
-            fails.append(f"malformed line: rc {p.returncode}, stderr {p.stderr!r}")
+            fail(f"malformed line: rc {p.returncode}, stderr {p.stderr!r}")
         p = run(["--out", os.path.join(tmp, "o3"), "--skip-bad-lines", bad])
         if "skipped 1 malformed line" not in p.stdout:
-            fails.append(f"skip mode summary: {p.stdout!r}")
+            fail(f"skip mode summary: {p.stdout!r}")
         empty = os.path.join(tmp, "empty.jsonl")
         open(empty, "w").close()
         p = run(["--out", os.path.join(tmp, "o4"), empty], ok=False)
         if p.returncode != 1 or "empty corpus" not in p.stderr or empty not in p.stderr:
-            fails.append(f"empty corpus: rc {p.returncode}, stderr {p.stderr!r}")
-    for f in fails:
-        print("FAIL:", f)
-    print(f"prepare parity: {len(TEXTS)} docs, {len(fails)} failures")
-    return 1 if fails else 0
+            fail(f"empty corpus: rc {p.returncode}, stderr {p.stderr!r}")
+    finish(f"prepare parity ({len(TEXTS)} docs)")
+    return 0
 
 
 if __name__ == "__main__":

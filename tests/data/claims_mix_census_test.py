@@ -19,8 +19,8 @@ import tempfile
 
 import numpy as np
 
-from olmo_test import check, finish
 import olmo_test as ot
+from olmo_test import check, finish
 
 logging.disable(logging.WARNING)
 NAME, TOK = "OLMoE-mix-0824-dev", "allenai/dolma2-tokenizer"

@@ -20,26 +20,20 @@ import filecmp
 import glob
 import os
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import olmo
 from olmo_test.tiny_data import stream, tiny_config
 
-from olmo_core.data.mixes import DataMix  # noqa: E402
-from olmo_core.data.tokenizer import TokenizerName  # noqa: E402
+from olmo_core.data.mixes import DataMix
+from olmo_core.data.tokenizer import TokenizerName
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 VENDORED = os.path.join(SRC, "configs", "mixes", "olmo-core-3.0.0")
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
 
 
 def main():
@@ -132,14 +126,11 @@ def main():
         with open(os.path.join(mixes, "broken.txt"), "w") as f:
             f.write("# comment\na,x/{TOKENIZER}/0.npy\nb,x/y/1.npy\n")
         env = dict(os.environ, OLMO_MIXES_DIR=mixes)
-        p = subprocess.run([os.environ.get("OLMO_BIN", "build/olmo"), "data", "mix", "broken",
+        p = subprocess.run([ot.bin_path(), "data", "mix", "broken",
                             "--root", "/r"], capture_output=True, text=True, env=env)
         check(p.returncode != 0 and "broken.txt:3" in p.stderr and "{TOKENIZER}" in p.stderr,
               "a line without {TOKENIZER}: file and line named")
-    if fails:
-        print(f"{len(fails)} check(s) failed")
-        sys.exit(1)
-    print("named mix test OK")
+    finish("named mix test")
 
 
 if __name__ == "__main__":

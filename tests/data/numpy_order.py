@@ -5,13 +5,11 @@ non powers of two and one >= 10^6, several seeds (incl. OLMo 3's 34521 and seeds
 epoch exceeds 64 bits), and epochs 1 and 2. Also --no-shuffle gives arange(N).
 """
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
-OLMO = os.environ.get("OLMO_BIN", "build/olmo")
+from olmo_test import check, finish, olmo
 
 
 def numpy_order(n, seed, epoch):
@@ -22,8 +20,8 @@ def numpy_order(n, seed, epoch):
 
 def ours(tmp, n, seed, epoch, extra=()):
     out = os.path.join(tmp, f"gi_{n}_{seed}_{epoch}.bin")
-    subprocess.run([OLMO, "data", "global-indices", "--size", str(n), "--seed", str(seed),
-                    "--epoch", str(epoch), "--out", out, *extra], check=True)
+    olmo("data", "global-indices", "--size", str(n), "--seed", str(seed), "--epoch", str(epoch),
+         "--out", out, *extra)
     return np.fromfile(out, dtype="<u4")
 
 
@@ -32,34 +30,24 @@ def main():
              (255, 5, 1), (256, 5, 1), (257, 5, 1), (1000, 34521, 1), (4097, 123, 3),
              (65539, 2**32 - 1, 1), (100_003, 2**63 + 11, 1), (1_000_003, 34521, 1),
              (1_048_576, 1337, 2), (12345, 2**64 - 1, 2)]
-    failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for n, seed, epoch in cases:
             want = numpy_order(n, seed, epoch)
             got = ours(tmp, n, seed, epoch)
             ok = got.shape == want.shape and np.array_equal(got, want)
+            detail = ""
             if not ok:
-                failures += 1
                 bad = np.nonzero(got != want)[0] if got.shape == want.shape else []
-                print(f"FAIL N={n} seed={seed} epoch={epoch}: first mismatch at "
-                      f"{bad[0] if len(bad) else 'shape'}")
-            else:
-                print(f"ok   N={n} seed={seed} epoch={epoch}")
+                detail = f"first mismatch at {bad[0] if len(bad) else 'shape'}"
+            check(ok, f"N={n} seed={seed} epoch={epoch}", detail)
         got = ours(tmp, 17, 3, 1, extra=["--no-shuffle"])
-        if not np.array_equal(got, np.arange(17, dtype=np.uint32)):
-            failures += 1
-            print("FAIL --no-shuffle")
+        check(np.array_equal(got, np.arange(17, dtype=np.uint32)), "--no-shuffle")
         # Bad input: epoch 0 is rejected with an error message, not a crash.
-        r = subprocess.run([OLMO, "data", "global-indices", "--size", "4", "--seed", "1",
-                            "--epoch", "0", "--out", os.path.join(tmp, "x")],
-                           capture_output=True, text=True)
-        if r.returncode != 1 or "epoch" not in r.stderr:
-            failures += 1
-            print("FAIL epoch 0 not rejected cleanly:", r.returncode, r.stderr)
-    if failures:
-        print(f"{failures} failure(s)")
-        sys.exit(1)
-    print("numpy order: all cases bit-identical")
+        r = olmo("data", "global-indices", "--size", "4", "--seed", "1", "--epoch", "0",
+                 "--out", os.path.join(tmp, "x"), check=False)
+        ok = r.returncode == 1 and "epoch" in r.stderr
+        check(ok, "epoch 0 rejected cleanly", "" if ok else f"{r.returncode} {r.stderr}")
+    finish("numpy order (all cases bit-identical)")
 
 
 if __name__ == "__main__":

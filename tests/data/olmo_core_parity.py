@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -28,17 +27,13 @@ from olmo_core.data.data_loader import NumpyFSLDataLoader
 from olmo_core.data.numpy_dataset import NumpyFSLDataset, NumpyPaddedFSLDataset
 from olmo_core.data.utils import get_labels
 
+import olmo_test as ot
+from olmo_test import check, finish
+
 logging.disable(logging.WARNING)
-OLMO = os.environ.get("OLMO_BIN", "build/olmo")
+OLMO = ot.bin_path()
 EOS, PAD, VOCAB = 100257, 100277, 100278
 T = 16
-FAIL = []
-
-
-def check(cond, msg):
-    if not cond:
-        FAIL.append(msg)
-        print("FAIL", msg)
 
 
 def write_tokens(path, n, rng, doc_mean=11):
@@ -270,10 +265,7 @@ def main():
             check(r.returncode == 1 and all(n in r.stderr for n in needles),
                   f"bad input {args}: rc={r.returncode} stderr={r.stderr!r}")
 
-    if FAIL:
-        print(f"{len(FAIL)} failure(s)")
-        sys.exit(1)
-    print("OLMo-core parity: all checks passed")
+    finish("OLMo-core parity")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tempfile
+
+from olmo_test import check, finish
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -56,14 +57,6 @@ GOLDEN = [
     ("a\ufeffb \ufeff\ufeff\n\ufeff", [64, 3305, 65, 76880, 62619, 3305]),
     ("<|endoftext|>", [27, 91, 8862, 728, 428, 91, 29]),
 ]
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg, flush=True)
-
 
 def run(args, input_bytes=None):
     return subprocess.run([OLMO_BIN] + args, input=input_bytes, capture_output=True)
@@ -102,14 +95,14 @@ def olmo_decode(id_lists, tmp):
 
 def compare(name, texts, got, want, want_name="tiktoken"):
     if len(got) != len(want):
-        fail(f"{name}: {len(got)} results for {len(want)} texts")
+        check(False, f"{name}: {len(got)} results for {len(want)} texts")
         return
     bad = [i for i in range(len(texts)) if got[i] != want[i]]
     for i in bad[:5]:
         g, w = got[i], want[i]
         k = next((j for j in range(min(len(g), len(w))) if g[j] != w[j]), min(len(g), len(w)))
-        fail(f"{name}: text {i} {texts[i][:80]!r}: first difference at token {k}: "
-             f"ours {g[max(0, k - 3):k + 4]} vs {want_name} {w[max(0, k - 3):k + 4]}")
+        check(False, f"{name}: text {i} {texts[i][:80]!r}: first difference at token {k}: "
+                     f"ours {g[max(0, k - 3):k + 4]} vs {want_name} {w[max(0, k - 3):k + 4]}")
     n_tok = sum(len(w) for w in want)
     print(f"{name}: {len(texts) - len(bad)}/{len(texts)} texts equal ({n_tok} tokens, "
           f"{sum(len(t.encode()) for t in texts)} bytes)", flush=True)
@@ -211,7 +204,7 @@ def check_cli_errors(tmp):
         r = run(args, input_bytes)
         err = r.stderr.decode()
         if r.returncode != 1 or not all(p in err for p in parts):
-            fail(f"cli {name}: rc {r.returncode}, stderr {err!r}, wanted {parts}")
+            check(False, f"cli {name}: rc {r.returncode}, stderr {err!r}, wanted {parts}")
     p = os.path.join(tmp, "bad_ids.txt")
     with open(p, "w") as f:
         f.write("9906 1917\n1 2 100278\n")
@@ -265,7 +258,7 @@ def default_suite():
                 dec = olmo_decode(ids, tmp)
                 bad = [i for i in range(len(texts)) if dec[i] != texts[i]]
                 if bad:
-                    fail(f"{name}: decode({label}) != text for {len(bad)} texts, e.g. {texts[bad[0]][:60]!r}")
+                    check(False, f"{name}: decode({label}) != text for {len(bad)} texts, e.g. {texts[bad[0]][:60]!r}")
             all_texts += texts
         # 4. HF tokenizer.json
         hf_path = os.path.join(tmp, "tokenizer.json")
@@ -330,10 +323,7 @@ def main():
         corpus_suite(a.jsonl)
     else:
         default_suite()
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        sys.exit(1)
-    print("all tokenizer parity checks passed")
+    finish("tokenizer parity")
 
 
 if __name__ == "__main__":

@@ -2,18 +2,20 @@
 
 On the import path through PYTHONPATH, which tests/CMakeLists.txt's olmo_py_test sets (tests/lib
 and the area helper directories); no test edits sys.path. Outside ctest:
-`PYTHONPATH=tests/lib:tests/distributed .venv/bin/python tests/AREA/x.py` (tests/distributed: dist_util
-and launch_util, used beyond their area).
+`PYTHONPATH=tests/lib:tests/distributed .venv/bin/python tests/AREA/x.py` (tests/distributed:
+dist_util and launch_util, used beyond their area).
 
 - paths: SRC (OLMO_SOURCE_DIR), BUILD (OLMO_BINARY_DIR), BIN (OLMO_BIN, build/olmo), PY
   (OLMO_PYTHON, the venv's python)
 - checks, the suite's failure convention: check(cond, msg, detail) prints `ok   msg` or
   `FAIL msg: detail`, records the failure in FAILS and returns cond (the test goes on);
-  finish(name) exits 1 naming the count of failed checks, else prints `NAME: all checks passed`
-  (or exits 77 when a part was skipped: finish(name, skipped="why"))
+  fail(msg) records a failure found otherwise; finish(name) exits 1 naming the count of failed
+  checks, else prints `NAME: all checks passed` (or exits 77 when a part was skipped:
+  finish(name, skipped="the part"))
 - skip(why): prints `SKIP: why` and exits 77 (ctest SKIP_RETURN_CODE; tests/check_skips.py
   requires `why` to name a prerequisite this machine lacks)
-- olmo(*args): runs build/olmo and asserts its exit status (want=0, an int, or "error" = 1..125)
+- olmo(*args): runs build/olmo and asserts its exit status (want=0, an int, or "error" = 1..125);
+  bin_path(): the binary, for a command line of its own (mpirun, Popen)
 - metrics.jsonl: read_metrics(run_dir, kind), train_records, eval_records, once_problems
 - temp dirs: tmp_dir(name) (a context manager; kept when OLMO_KEEP_TMP=1), mkdtemp(name)
 Submodules: olmo_test.cpu_features (ISA levels / bf16 modes of this CPU), olmo_test.refs (the
@@ -47,6 +49,11 @@ def check(cond, msg, detail="", quiet=False):
     if not ok:
         FAILS.append(msg)
     return ok
+
+
+def fail(msg, detail=""):
+    """A failed check (check(False, msg, detail)): for a test that finds problems as it goes."""
+    return check(False, msg, detail)
 
 
 def check_le(what, err, tol):
@@ -88,10 +95,14 @@ def run(cmd, check=True, want=0, env=None, timeout=None, cwd=None, input=None):
     return p
 
 
+def bin_path():
+    """The olmo binary: OLMO_BIN read at each call (a test may pin a copy of it), else BIN."""
+    return os.environ.get("OLMO_BIN") or BIN
+
+
 def olmo(*args, check=True, want=0, env=None, timeout=None, cwd=None, input=None):
-    """Runs build/olmo (OLMO_BIN, read at each call: a test may pin a copy) with args; asserts its
-    exit status (see run())."""
-    return run([os.environ.get("OLMO_BIN") or BIN, *args], check=check, want=want, env=env, timeout=timeout, cwd=cwd,
+    """Runs build/olmo (bin_path()) with args; asserts its exit status (see run())."""
+    return run([bin_path(), *args], check=check, want=want, env=env, timeout=timeout, cwd=cwd,
                input=input)
 
 
@@ -114,6 +125,8 @@ def read_metrics(run_dir, kind="train"):
     out = []
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
+            if not line.strip():
+                continue
             r = json.loads(line)
             if kind is None or r.get("kind") == kind:
                 out.append(r)

@@ -1,6 +1,6 @@
 """olmo_test.cpu_features: what this CPU runs, for tests with a CPU-dependent part: read from
-/proc/cpuinfo as tests/check_skips.py reads it (independent of src/core/cpu.cpp), and the line that announces a
-part a test cannot run here.
+/proc/cpuinfo as tests/check_skips.py reads it (independent of src/core/cpu.cpp), and the line
+that announces a part a test cannot run here.
 
 ISA levels (src/core/cpu.cpp): scalar always; avx2 with avx2 + fma; avx512 with
 avx512f/bw/vl/dq. OLMO_ISA in the environment caps them, as the binary clamps it. Native bf16

@@ -1,6 +1,6 @@
 """The batches of a tiny run (olmo_test.tiny_data), derived without olmo.cpp: OLMo-core's own
-data loader (NumpyFSLDatasetConfig / NumpyDataLoaderConfig, uint32 tokens, one process) and, as a second
-statement, numpy alone (OLMo-core's global order: PCG64(seed + epoch).shuffle(arange(N)),
+data loader (NumpyFSLDatasetConfig / NumpyDataLoaderConfig, uint32 tokens, one process) and, as a
+second statement, numpy alone (OLMo-core's global order: PCG64(seed + epoch).shuffle(arange(N)),
 batch b = order[b*G:(b+1)*G]; tests/data/numpy_order.py checks ours against the same formula).
 
 batches(token_files, seq_len, global_batch_instances, seed, vocab, eos, pad, steps) returns one
