@@ -8,7 +8,7 @@ over the step), backward accumulating fp32 .grad, clip_grad_norm_(1.0), OLMo-cor
 SkipStepAdamW and CosWithWarmup -- the recipe of tests/train/hf_parity_test.py, which runs the
 same steps in fp32 at 1e-4. Ours: `build/olmo train configs/tiny.yaml` from that HF directory
 (trainer.init_from_hf). The reference's batches come from OLMo-core's own data loader on the
-same token file (tests/train/olmo_core_order.py, checked there against numpy's PCG64 order), not
+same token file (olmo_test/olmo_core_order.py, checked there against numpy's PCG64 order), not
 from our run; that our trainer's logged instance indices (trainer.log_batch_indices) equal them
 is asserted separately.
 
@@ -40,11 +40,8 @@ third run of ours takes that emulated path (OLMO_ISA=avx2) and meets the same bo
 torch autocast. Threads: 1 per side (the tiny model is dispatch-bound; on a loaded 2-core
 machine OpenMP barriers cost 30x).
 """
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -52,26 +49,20 @@ import numpy as np
 import torch
 
 src = os.environ.get("OLMO_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+import olmo_test as ot
+from olmo_test import check, finish
+from olmo_test import cpu_features as cf
 from olmo_test import olmo_core_order
 from olmo_test import tiny_data as td
+from olmo_test.refs import tiny_hf_model
 
-from olmo_test import cpu_features as cf
 
 from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
-from olmo_test.refs import tiny_hf_model
-import olmo_test as ot
 
 torch.set_num_threads(1)
 T, MICRO, STEPS, LR, Z = 64, 2, 50, 3e-3, 1e-5
 U = 2.0 ** -8
 GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # configs/tiny.yaml
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg)
-    if not cond:
-        fails.append(msg)
 
 
 def step_loss(model, ids, total):
@@ -101,9 +92,8 @@ def train(d, run, hf, *extra):
 
 
 def olmo_env(env, *args):
-    e = dict(os.environ, **env)
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
-    return subprocess.run([exe, *args], capture_output=True, text=True, env=e)
+    """build/olmo with env added to the environment (exit status not asserted)."""
+    return ot.olmo(*args, check=False, env=dict(os.environ, **env))
 
 
 def bad_input(tmp):
@@ -252,10 +242,7 @@ def main():
                       f"4u of the straight {second} run (max {max(g):.2e}, mean {np.mean(g):.2e})")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("bf16_parity: OK")
+    finish("bf16_parity")
 
 
 if __name__ == "__main__":

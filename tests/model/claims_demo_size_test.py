@@ -16,8 +16,8 @@ import re
 import torch
 import yaml
 
-from olmo_test import check, finish
 import olmo_test as ot
+from olmo_test import check, finish
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 

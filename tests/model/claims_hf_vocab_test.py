@@ -19,15 +19,15 @@ Cost: ~10 s (two exports of a 6.5M-parameter model, transformers forwards).
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import numpy as np
 import torch
 
-from olmo_test import tiny_data as td
-from olmo_test import check, finish
 import olmo_test as ot
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
+from olmo_test.refs import load_hf
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 V_MODEL, V_TOK = 100352, 100278
@@ -48,7 +48,7 @@ def tensors(d):
 
 
 def main():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
     tmp = tempfile.mkdtemp(prefix="olmo_hf_vocab_")
     try:
         full, sliced = os.path.join(tmp, "full"), os.path.join(tmp, "sliced")
@@ -79,10 +79,8 @@ def main():
         ids = tok(text)["input_ids"]
         check(V_TOK - 100 < max(ids) < V_TOK, f"the text's ids include a special id ({max(ids)})")
         x = torch.tensor([ids])
-        ms = AutoModelForCausalLM.from_pretrained(sliced, local_files_only=True,
-                                                  dtype=torch.float32, attn_implementation="eager")
-        mf = AutoModelForCausalLM.from_pretrained(full, local_files_only=True,
-                                                  dtype=torch.float32, attn_implementation="eager")
+        ms = load_hf(sliced)
+        mf = load_hf(full)
         with torch.no_grad():
             ls = ms(input_ids=x).logits[0].numpy()
             lf = mf(input_ids=x).logits[0].numpy()

@@ -22,31 +22,17 @@ Env: OLMO_BIN, OLMO_SOURCE_DIR, TIKTOKEN_CACHE_DIR. Exit code 0 = pass.
 import glob
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 import torch
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
+from olmo_test import check, finish, olmo
+from olmo_test.refs import load_hf
+
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
-failures = []
-
-
-def check(what, ok, detail=""):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def olmo(*args, expect_rc=0):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if expect_rc is not None and p.returncode != expect_rc:
-        raise AssertionError(f"olmo {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def rel_l2(a, b):
@@ -60,13 +46,6 @@ def write_ids(path, seqs):
             f.write(" ".join(map(str, s)) + "\n")
 
 
-def load_hf(d):
-    from transformers import AutoModelForCausalLM
-    m = AutoModelForCausalLM.from_pretrained(d, local_files_only=True, dtype=torch.float32,
-                                             attn_implementation="eager")
-    return m.eval()
-
-
 def check_files(one, sharded):
     from safetensors.numpy import load_file
     idx = json.load(open(os.path.join(sharded, "model.safetensors.index.json")))
@@ -75,14 +54,14 @@ def check_files(one, sharded):
     b = {}
     for s in shards:
         b.update(load_file(os.path.join(sharded, s)))
-    check("sharded export: several shards", len(shards) > 1, f"{len(shards)} shards")
-    check("index weight_map covers every tensor", set(idx["weight_map"]) == set(a) == set(b),
+    check(len(shards) > 1, "sharded export: several shards", f"{len(shards)} shards")
+    check(set(idx["weight_map"]) == set(a) == set(b), "index weight_map covers every tensor",
           f"{len(a)} tensors")
-    check("index total_size", idx["metadata"]["total_size"] == sum(v.nbytes for v in a.values()))
+    check(idx["metadata"]["total_size"] == sum(v.nbytes for v in a.values()), "index total_size")
     same = all(a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes() for k in a)
-    check("single-file and sharded exports hold identical tensors", same)
+    check(same, "single-file and sharded exports hold identical tensors")
     for f in ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"]:
-        check(f"{f} written", os.path.exists(os.path.join(one, f)))
+        check(os.path.exists(os.path.join(one, f)), f"{f} written")
 
 
 def check_logits(d, model, tmp):
@@ -102,8 +81,8 @@ def check_logits(d, model, tmp):
             off += len(s) * V
             worst = max(worst, rel_l2(mine, ref))
             worst_abs = max(worst_abs, float(np.abs(mine - ref).max() / np.abs(ref).max()))
-    check("logits (ours on the export vs transformers), worst per-sequence rel L2 <= 1e-5",
-          worst <= 1e-5, f"{worst:.2e} (max |diff| / max |logit| {worst_abs:.2e})")
+    check(worst <= 1e-5,
+          "logits (ours on the export vs transformers), worst per-sequence rel L2 <= 1e-5", f"{worst:.2e} (max |diff| / max |logit| {worst_abs:.2e})")
 
 
 def sample_texts():
@@ -125,9 +104,9 @@ def check_tokenizer(d, tmp):
     from transformers.convert_slow_tokenizer import TikTokenConverter
     enc = tiktoken.get_encoding("cl100k_base")
     tk = AutoTokenizer.from_pretrained(d, local_files_only=True)
-    check("AutoTokenizer special ids", (tk.eos_token_id, tk.pad_token_id, tk.bos_token_id) ==
-          (100257, 100277, None), f"eos {tk.eos_token_id} pad {tk.pad_token_id} bos {tk.bos_token_id}")
-    check("AutoTokenizer vocabulary size", len(tk) == 100278, str(len(tk)))
+    check((tk.eos_token_id, tk.pad_token_id, tk.bos_token_id) ==
+          (100257, 100277, None), "AutoTokenizer special ids", f"eos {tk.eos_token_id} pad {tk.pad_token_id} bos {tk.bos_token_id}")
+    check(len(tk) == 100278, "AutoTokenizer vocabulary size", str(len(tk)))
     texts = sample_texts()
     want = [enc.encode(t, disallowed_special=()) for t in texts]
     hf = [tk(t, add_special_tokens=False, split_special_tokens=True).input_ids for t in texts]
@@ -140,13 +119,13 @@ def check_tokenizer(d, tmp):
         r = olmo("tokenize", "--jsonl", jl, *extra)
         return [[int(x) for x in l.split()] for l in r.stdout.split("\n")[:-1]]
     n_tok = sum(map(len, want))
-    check("exported tokenizer (transformers) == tiktoken", hf == want, f"{len(texts)} texts, {n_tok} tokens")
-    check("olmo tokenize (ranks) == exported tokenizer (transformers)", ours([]) == hf)
-    check("olmo tokenize --tokenizer exported tokenizer.json == tiktoken",
-          ours(["--tokenizer", os.path.join(d, "tokenizer.json")]) == want)
-    check("exported tokenizer decode round trip", all(tk.decode(w) == t for w, t in zip(want, texts)))
-    check("<|endoftext|> is the special token when not split",
-          tk("a<|endoftext|>", add_special_tokens=False).input_ids == [64, 100257])
+    check(hf == want, "exported tokenizer (transformers) == tiktoken", f"{len(texts)} texts, {n_tok} tokens")
+    check(ours([]) == hf, "olmo tokenize (ranks) == exported tokenizer (transformers)")
+    check(ours(["--tokenizer", os.path.join(d, "tokenizer.json")]) == want,
+          "olmo tokenize --tokenizer exported tokenizer.json == tiktoken")
+    check(all(tk.decode(w) == t for w, t in zip(want, texts)), "exported tokenizer decode round trip")
+    check(tk("a<|endoftext|>", add_special_tokens=False).input_ids == [64, 100257],
+          "<|endoftext|> is the special token when not split")
 
     class Conv(TikTokenConverter):  # the converter on tiktoken's ranks: no network
         @staticmethod
@@ -154,10 +133,10 @@ def check_tokenizer(d, tmp):
             return enc._mergeable_ranks
     ref = json.loads(Conv(vocab_file="cl100k_base").converted().to_str())["model"]
     mine = json.load(open(os.path.join(d, "tokenizer.json")))["model"]
-    check("exported vocab == TikTokenConverter's", mine["vocab"] == ref["vocab"])
+    check(mine["vocab"] == ref["vocab"], "exported vocab == TikTokenConverter's")
     rm = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in ref["merges"]]
-    check("exported merges == TikTokenConverter's (same order)",
-          [tuple(m) for m in mine["merges"]] == rm, f"{len(mine['merges'])} merges")
+    check([tuple(m) for m in mine["merges"]] == rm,
+          "exported merges == TikTokenConverter's (same order)", f"{len(mine['merges'])} merges")
 
 
 def hf_greedy(model, prompt, n, eos):
@@ -184,15 +163,15 @@ def check_generate(d, model, tmp):
         ref = hf_greedy(model, p, N, None)
         got = mine[i]["ids"]
         k = next((j for j in range(min(len(got), len(ref))) if got[j] != ref[j]), None)
-        check(f"greedy prompt {i} ({len(p)} tokens, batch of 3) == transformers generate, {N} tokens",
-              got == ref, "token for token" if got == ref else f"first difference at {k}: {got[k:k+4]} vs {ref[k:k+4]}")
+        check(got == ref,
+              f"greedy prompt {i} ({len(p)} tokens, batch of 3) == transformers generate, {N} tokens", "token for token" if got == ref else f"first difference at {k}: {got[k:k+4]} vs {ref[k:k+4]}")
     # EOS: pick a token greedy emits at index >= 3 as the stop id; both must stop right after it.
     ref0 = hf_greedy(model, prompts[0], N, None)
     eos = ref0[3]
     stop = ref0.index(eos)
     hf_stop = hf_greedy(model, prompts[0], N, eos)
     got = ours_generate(d, prompts[:1], N, tmp, ["--eos", str(eos)])[0]
-    check("stop at EOS like transformers", got["ids"] == hf_stop == ref0[:stop + 1] and got["finish"] == "eos",
+    check(got["ids"] == hf_stop == ref0[:stop + 1] and got["finish"] == "eos", "stop at EOS like transformers",
           f"stopped after {len(got['ids'])} tokens (transformers {len(hf_stop)}), finish {got['finish']}")
 
 
@@ -202,10 +181,10 @@ def check_yarn(tmp):
          "model.yarn_old_context_len=32", "--seed", "4", "--no-tokenizer", "--out", d)
     cfg = json.load(open(os.path.join(d, "config.json")))
     rs = cfg["rope_scaling"]
-    check("YaRN export: rope_scaling and rope_parameters",
-          rs["rope_type"] == "yarn" and rs["factor"] == 8 and rs["original_max_position_embeddings"] == 32
+    check(rs["rope_type"] == "yarn" and rs["factor"] == 8 and rs["original_max_position_embeddings"] == 32
           and cfg["rope_parameters"]["full_attention"]["rope_type"] == "yarn"
-          and cfg["rope_parameters"]["sliding_attention"]["rope_type"] == "default", json.dumps(rs))
+          and cfg["rope_parameters"]["sliding_attention"]["rope_type"] == "default",
+          "YaRN export: rope_scaling and rope_parameters", json.dumps(rs))
     model = load_hf(d)
     s = np.random.default_rng(2).integers(0, 100278, 200).tolist()
     tf, out = os.path.join(tmp, "yarn_tokens.txt"), os.path.join(tmp, "yarn.bin")
@@ -215,29 +194,29 @@ def check_yarn(tmp):
     with torch.no_grad():
         ref = model(input_ids=torch.tensor([s])).logits[0].numpy()
     e = rel_l2(ours, ref)
-    check("YaRN logits vs transformers rel L2 <= 1e-5", e <= 1e-5, f"{e:.2e}")
+    check(e <= 1e-5, "YaRN logits vs transformers rel L2 <= 1e-5", f"{e:.2e}")
     model.generation_config.eos_token_id = None
     got = ours_generate(d, [s[:30]], 60, tmp, ["--eos", "-1"])[0]["ids"]
-    check("YaRN greedy generation == transformers, 60 tokens", got == hf_greedy(model, s[:30], 60, None))
+    check(got == hf_greedy(model, s[:30], 60, None), "YaRN greedy generation == transformers, 60 tokens")
 
 
 def check_bad_input(d, tmp):
     f = os.path.join(tmp, "long.txt")
     write_ids(f, [list(range(1000, 1300))])
-    r = olmo("generate", d, "--prompt-ids", f, expect_rc=1)
-    check("prompt longer than the context: clear error",
-          "prompt 0 has 300 tokens but the model's context is 256 tokens" in r.stderr, r.stderr.strip())
+    r = olmo("generate", d, "--prompt-ids", f, want=1)
+    check("prompt 0 has 300 tokens but the model's context is 256 tokens" in r.stderr,
+          "prompt longer than the context: clear error", r.stderr.strip())
     ck = os.path.join(tmp, "run", "step5")
     os.makedirs(ck)
     open(os.path.join(ck, "index.json"), "w").write("{}")
-    r = olmo("export", ck, "--out", os.path.join(tmp, "x"), expect_rc=1)
-    check("incomplete checkpoint: clear error", "incomplete checkpoint (no COMMITTED marker" in r.stderr
-          and ck in r.stderr, r.stderr.strip())
-    r = olmo("export", os.path.join(tmp, "run"), "--out", os.path.join(tmp, "x"), expect_rc=1)
-    check("run dir without a complete checkpoint: clear error", "neither a checkpoint" in r.stderr,
+    r = olmo("export", ck, "--out", os.path.join(tmp, "x"), want=1)
+    check("incomplete checkpoint (no COMMITTED marker" in r.stderr
+          and ck in r.stderr, "incomplete checkpoint: clear error", r.stderr.strip())
+    r = olmo("export", os.path.join(tmp, "run"), "--out", os.path.join(tmp, "x"), want=1)
+    check("neither a checkpoint" in r.stderr, "run dir without a complete checkpoint: clear error",
           r.stderr.strip())
-    r = olmo("export", "--config", os.path.join(SRC, "configs", "demo.yaml"), "--out", d, expect_rc=1)
-    check("non-empty output dir refused", "is not empty" in r.stderr, r.stderr.strip())
+    r = olmo("export", "--config", os.path.join(SRC, "configs", "demo.yaml"), "--out", d, want=1)
+    check("is not empty" in r.stderr, "non-empty output dir refused", r.stderr.strip())
 
 
 T0 = time.time()
@@ -256,7 +235,7 @@ def main():
         section("files")
         check_files(one, sharded)
         model = load_hf(one)
-        check("sharded export loads in transformers", load_hf(sharded) is not None)
+        check(load_hf(sharded) is not None, "sharded export loads in transformers")
         section("logits")
         check_logits(one, model, tmp)
         section("tokenizer")
@@ -268,10 +247,7 @@ def main():
         section("bad input")
         check_bad_input(one, tmp)
     section("done")
-    if failures:
-        print(f"{len(failures)} FAILED: {failures}")
-        sys.exit(1)
-    print("all export/generate parity checks passed")
+    finish("export/generate parity")
 
 
 if __name__ == "__main__":

@@ -27,25 +27,19 @@ import torch
 from safetensors.numpy import load_file
 from transformers import Olmo3Config, Olmo3ForCausalLM
 
+import olmo_test as ot
+from olmo_test import check, check_le, finish
 from olmo_test import cpu_features as cf
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
+BIN = ot.bin_path()
 ISAS = cf.ISAS
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
-failures = []
 
 
 def rel_l2(a, b):
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
-
-
-def check(what, err, tol):
-    ok = err <= tol
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}: {err:.3e} (tol {tol:.0e})")
-    if not ok:
-        failures.append(what)
 
 
 def cpu_isa():
@@ -64,9 +58,7 @@ def run(args, isa):
         sys.exit(f"olmo logits {' '.join(args)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     m = re.search(r"^isa: (\w+)", r.stderr, re.M)
     used = m.group(1) if m else None
-    if used != expected_isa(isa):
-        print(f"  FAIL OLMO_ISA={isa}: the run used {used}, want {expected_isa(isa)}")
-        failures.append(f"OLMO_ISA={isa} ran {used}")
+    check(used == expected_isa(isa), f"OLMO_ISA={isa} ran {expected_isa(isa)}", f"used {used}")
     return r.stdout
 
 
@@ -118,17 +110,17 @@ def variant(tmp, name, heads, kv, hidden, layers, inter, window, vocab, B, T, sh
         L = np.fromfile(lo, dtype="<f4")
         assert L.size == B * T * vocab, (L.size, B * T * vocab)
         L = L.reshape(B, T, vocab)
-        check(f"{name}/{isa} logits rel L2", rel_l2(L, logits), 1e-5)
+        check_le(f"{name}/{isa} logits rel L2", rel_l2(L, logits), 1e-5)
         m = re.search(r"batch loss ([0-9.eE+-]+)", out_g)
-        check(f"{name}/{isa} batch loss rel", abs(float(m.group(1)) - loss) / abs(loss), 1e-6)
+        check_le(f"{name}/{isa} batch loss rel", abs(float(m.group(1)) - loss) / abs(loss), 1e-6)
         seq = [float(x) for x in re.findall(r"loss ([0-9.eE+-]+)", out_l)]
         assert len(seq) == B, out_l
-        check(f"{name}/{isa} per-sequence loss rel",
+        check_le(f"{name}/{isa} per-sequence loss rel",
               max(abs(s - r) / abs(r) for s, r in zip(seq, per_seq)), 1e-6)
         G = load_file(go)
         assert set(G) == set(grads), sorted(set(G) ^ set(grads))
         worst = max(grads, key=lambda n: rel_l2(G[n], grads[n]))
-        check(f"{name}/{isa} worst gradient rel L2 ({worst})", rel_l2(G[worst], grads[worst]),
+        check_le(f"{name}/{isa} worst gradient rel L2 ({worst})", rel_l2(G[worst], grads[worst]),
               1e-4)
         ours[isa] = (L, G)
     # The ISA paths against each other: the same model within fp32 rounding, and not the same
@@ -136,17 +128,14 @@ def variant(tmp, name, heads, kv, hidden, layers, inter, window, vocab, B, T, sh
     for isa in ISAS[:-1]:
         L, G = ours[isa]
         L2, G2 = ours[ISAS[-1]]
-        check(f"{name} logits {isa} vs {ISAS[-1]}", rel_l2(L, L2), 3e-6)
-        check(f"{name} grads {isa} vs {ISAS[-1]}",
+        check_le(f"{name} logits {isa} vs {ISAS[-1]}", rel_l2(L, L2), 3e-6)
+        check_le(f"{name} grads {isa} vs {ISAS[-1]}",
               max(rel_l2(G[n], G2[n]) for n in G), 1e-5)
     for i, x in enumerate(ISAS):
         for y in ISAS[i + 1:]:
             if expected_isa(x) != expected_isa(y):
                 same = ours[x][0].tobytes() == ours[y][0].tobytes()
-                print(f"  {'FAIL' if same else 'ok  '} {name} logits {x} vs {y} not bitwise "
-                      f"equal: {not same}")
-                if same:
-                    failures.append(f"{name}: {x} and {y} logits bitwise equal")
+                check(not same, f"{name} logits {x} vs {y} not bitwise equal")
 
 
 def main():
@@ -163,9 +152,7 @@ def main():
         # paths through oneDNN.
         variant(tmp, "wide", heads=2, kv=2, hidden=32, layers=4, inter=3072, window=5,
                 vocab=20000, B=2, T=12, shard=False, seed=3)
-    if failures:
-        sys.exit(f"FAILED: {failures}")
-    print("parity: all checks passed")
+    finish("parity")
 
 
 if __name__ == "__main__":

@@ -21,8 +21,6 @@ Env: OLMO_BIN, OLMO_SOURCE_DIR, TIKTOKEN_CACHE_DIR. Exit 0 = pass.
 """
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -34,29 +32,19 @@ from transformers import AutoModelForCausalLM, Olmo3Config, Olmo3ForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import dist_util as du  # noqa: E402
-from olmo_test import tiny_data as td
 import olmo_test as ot
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 EOS = 100257
 torch.set_num_threads(1)
 transformers.logging.set_verbosity_error()  # max_position_embeddings != factor x old context
-failures = []
-
-
-def check(what, ok, detail=""):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail else ''}", flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def olmo(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True,
-                       env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if p.returncode != 0:
-        sys.exit(f"olmo {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return p.stdout
+    """build/olmo on one OpenMP thread (exit 0 asserted); its stdout."""
+    return ot.olmo(*args, env=dict(os.environ, OMP_NUM_THREADS="1")).stdout
 
 
 def reference_model(run, step_dir, yarn=True):
@@ -179,11 +167,11 @@ def run_checks(model, run, step_dir, hf, enc, label, strict=True):
             ids.append(tok)
     out["generate mismatches"] = mism
     if strict:
-        check(f"{label}: exported model's logits == reference", out["export logits"] <= 1e-6,
+        check(out["export logits"] <= 1e-6, f"{label}: exported model's logits == reference",
               f"rel L2 {out['export logits']:.2e}")
-        check(f"{label}: evaluate-suites on the checkpoint == reference", worst <= 1e-6,
+        check(worst <= 1e-6, f"{label}: evaluate-suites on the checkpoint == reference",
               f"worst rel {worst:.2e}")
-        check(f"{label}: generate on the checkpoint == reference greedy", mism == 0,
+        check(mism == 0, f"{label}: generate on the checkpoint == reference greedy",
               f"{mism} prompt(s) diverged at a clear margin")
     return out
 
@@ -203,35 +191,32 @@ def main():
         cfg = yaml.safe_load(open(os.path.join(run, "config.yaml")))
         # 1. olmo info on the checkpoint
         info = json.loads(olmo("info", "--checkpoint", run, "--json"))["config"]
-        check("olmo info --checkpoint: YaRN fields of config.yaml",
-              info.get("yarn_factor") == 4 and info.get("yarn_old_context_len") == 32 and
-              info.get("yarn_variant") == cfg["model"]["yarn_variant"], json.dumps(info))
+        check(info.get("yarn_factor") == 4 and info.get("yarn_old_context_len") == 32 and
+              info.get("yarn_variant") == cfg["model"]["yarn_variant"],
+              "olmo info --checkpoint: YaRN fields of config.yaml", json.dumps(info))
         # 2. export of the trained checkpoint
         hf = os.path.join(tmp, "hf")
         olmo("export", run, "--out", hf)
         hc = json.load(open(os.path.join(hf, "config.json")))
         fa = hc["rope_parameters"]["full_attention"]
-        check("export config.json: YaRN on full attention", fa.get("rope_type") == "yarn" and
+        check(fa.get("rope_type") == "yarn" and
               fa.get("factor") == 4 and fa.get("original_max_position_embeddings") == 32 and
               hc["rope_parameters"]["sliding_attention"]["rope_type"] == "default" and
-              hc.get("rope_scaling") is not None, json.dumps(hc["rope_parameters"]))
+              hc.get("rope_scaling") is not None, "export config.json: YaRN on full attention", json.dumps(hc["rope_parameters"]))
         model, t = reference_model(run, step_dir)
         W = load_file(os.path.join(hf, "model.safetensors"))
-        check("export weights == checkpoint tensors (bitwise)",
-              all(np.array_equal(W[k], t[k]) for k in W) and len(W) == len(
-                  [k for k in t if not k.startswith("optim.")]), f"{len(W)} tensors")
+        check(all(np.array_equal(W[k], t[k]) for k in W) and len(W) == len(
+                  [k for k in t if not k.startswith("optim.")]),
+              "export weights == checkpoint tensors (bitwise)", f"{len(W)} tensors")
         r = run_checks(model, run, step_dir, hf, enc, "YaRN")
         print("  figures:", {k: (f"{v:.2e}" if isinstance(v, float) else v) for k, v in r.items()})
         # 5. The comparison can tell: a reference without YaRN must disagree.
         plain, _ = reference_model(run, step_dir, yarn=False)
         r0 = run_checks(plain, run, step_dir, hf, enc, "no-YaRN reference", strict=False)
-        check("a reference without YaRN is told apart (export logits, evaluate-suites)",
-              r0["export logits"] > 1e-3 and r0["evaluate-suites ll"] > 1e-4,
+        check(r0["export logits"] > 1e-3 and r0["evaluate-suites ll"] > 1e-4,
+              "a reference without YaRN is told apart (export logits, evaluate-suites)",
               f"export rel L2 {r0['export logits']:.2e}, ll rel {r0['evaluate-suites ll']:.2e}")
-    if failures:
-        print(f"{len(failures)} check(s) failed: {failures}")
-        sys.exit(1)
-    print("yarn checkpoint: PASS")
+    finish("yarn checkpoint")
 
 
 if __name__ == "__main__":
