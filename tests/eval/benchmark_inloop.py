@@ -1,7 +1,7 @@
 """In-loop benchmarks and exposure (src/train/benchmark_callback.*) in a real `olmo train` run.
 
 configs/tiny.yaml on the dolma2 vocab (model.vocab_size=100352, synthetic token files from
-tests/train/tiny_data.py), 4 steps, benchmarks every 2 steps on the first 4 items of each
+olmo_test/tiny_data.py), 4 steps, benchmarks every 2 steps on the first 4 items of each
 checked-in suite and the exposure of a synthetic canaries.json. Checks:
   - metrics.jsonl holds one "benchmark" record per suite and one "exposure" record at steps
     0, 2 and 4, with every documented field, and the console shows the lines;
@@ -17,19 +17,13 @@ import os
 import sys
 import tempfile
 
+from olmo_test import check, finish
 from olmo_test import olmo, read_metrics
 from olmo_test.tiny_data import make_data, tiny_config
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 SUITES = {"gcide_def": os.path.join(SRC, "evalsets", "gcide_def.jsonl"),
           "heldout_cont": os.path.join(SRC, "evalsets", "heldout_cont.jsonl")}
-failures = []
-
-
-def check(cond, msg):
-    print(f"  {'ok  ' if cond else 'FAIL'} {msg}")
-    if not cond:
-        failures.append(msg)
 
 
 def canaries(path):
@@ -101,9 +95,7 @@ def main():
                "benchmarks.suites.nope=/nonexistent/x.jsonl", check=False)
     check(bad.returncode != 0 and "benchmark suite 'nope' not found" in bad.stderr,
           "missing suite file refused naming it")
-    if failures:
-        sys.exit(f"FAILED: {failures}")
-    print("benchmark in-loop: all checks passed")
+    finish("benchmark in-loop")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,10 @@ import torch
 from safetensors.numpy import load_file
 from transformers import Olmo3Config, Olmo3ForCausalLM
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
+import olmo_test as ot
+from olmo_test import check, finish
+
+BIN = ot.bin_path()
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 N_ITEMS = int(os.environ.get("BENCH_PARITY_ITEMS", "32"))
 EOS = 100257
@@ -42,13 +45,6 @@ CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a
 # count) and OpenMP/torch thread pools spinning against each other on a shared 2-core machine
 # cost minutes.
 torch.set_num_threads(1)
-failures = []
-
-
-def check(what, ok, detail):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}: {detail}")
-    if not ok:
-        failures.append(what)
 
 
 def encoding():
@@ -149,8 +145,8 @@ def main():
         B = load_file(os.path.join(b, "model.safetensors"))
         if not os.environ.get("BENCH_PARITY_MODEL"):
             A = load_file(os.path.join(a, "model.safetensors"))
-            check("weights written by our writer == HF's", set(A) == set(B) and
-                  all(np.array_equal(A[k], B[k]) for k in A), f"{len(B)} tensors")
+            check(set(A) == set(B) and
+                  all(np.array_equal(A[k], B[k]) for k in A), "weights written by our writer == HF's", f"{len(B)} tensors")
         sc = Scorer(b)
 
         worst_rel, min_margin, n_items, n_choice = 0.0, math.inf, 0, 0
@@ -185,13 +181,13 @@ def main():
                 n_choice += len(ll)
             n = len(items)
             n_items += n
-            check(f"{label}: tokens/chars/bytes per choice", same_meta == n, f"{same_meta}/{n} items")
-            check(f"{label}: same choice (acc and len-norm)", same_pred == n, f"{same_pred}/{n} items")
+            check(same_meta == n, f"{label}: tokens/chars/bytes per choice", f"{same_meta}/{n} items")
+            check(same_pred == n, f"{label}: same choice (acc and len-norm)", f"{same_pred}/{n} items")
             for k, v in (("acc", acc / n), ("acc_len_norm", accn / n), ("bpb", bpb / n),
                          ("ce_loss", ce / n)):
                 d = abs(summ[k] - v)
-                check(f"{label}: {k}", d <= 1e-6 * max(1.0, abs(v)), f"ours {summ[k]:.6f} ref {v:.6f}")
-        check("per-choice log-likelihood rel. diff", worst_rel <= 1e-5,
+                check(d <= 1e-6 * max(1.0, abs(v)), f"{label}: {k}", f"ours {summ[k]:.6f} ref {v:.6f}")
+        check(worst_rel <= 1e-5, "per-choice log-likelihood rel. diff",
               f"worst {worst_rel:.2e} over {n_choice} choices of {n_items} items (tol 1e-5); "
               f"smallest top-2 margin {min_margin:.3e} nats")
 
@@ -200,7 +196,7 @@ def main():
         inserted = {c["secret"] for c in canaries if c["count"] > 0}
         controls = [c["secret"] for c in canaries if c["count"] == 0]
         crecs = [x for x in recs if x["kind"] == "canary"]
-        check("every canary scored", sorted(x["name"] for x in crecs) == sorted(cans), f"{len(crecs)}")
+        check(sorted(x["name"] for x in crecs) == sorted(cans), "every canary scored", f"{len(crecs)}")
         worst_e, same_rank = 0.0, 0
         for x in crecs:
             c = cans[x["name"]]
@@ -209,7 +205,7 @@ def main():
                        and not (set(refs) & inserted)
                        and refs[:len(controls) - (c["count"] == 0)] == [s for s in controls if s != c["secret"]]
                        and all(len(s) == 12 and s.isdigit() for s in refs))
-            check(f"canary {x['name']}: reference secrets", ok_refs, f"{len(refs)} refs")
+            check(ok_refs, f"canary {x['name']}: reference secrets", f"{len(refs)} refs")
             prefix = [EOS] + enc.encode(c["prefix"], disallowed_special=())
             cands = [c["secret"]] + refs
             conts = [enc.encode("".join(" " + d for d in s), disallowed_special=()) for s in cands]
@@ -219,11 +215,9 @@ def main():
             rank = 1 + sum(v > ll[0] for v in ll[1:])
             expo = math.log2(len(cands)) - math.log2(rank)
             same_rank += rank == x["rank"] and abs(expo - x["exposure"]) < 1e-12
-        check("exposure ranks and values", same_rank == len(crecs), f"{same_rank}/{len(crecs)} canaries")
-        check("exposure candidate log-likelihood rel. diff", worst_e <= 1e-5, f"worst {worst_e:.2e}")
-    if failures:
-        sys.exit(f"FAILED: {failures}")
-    print("benchmark parity: all checks passed")
+        check(same_rank == len(crecs), "exposure ranks and values", f"{same_rank}/{len(crecs)} canaries")
+        check(worst_e <= 1e-5, "exposure candidate log-likelihood rel. diff", f"worst {worst_e:.2e}")
+    finish("benchmark parity")
 
 
 if __name__ == "__main__":

@@ -16,32 +16,17 @@ Env: OLMO_BIN, OLMO_SOURCE_DIR. Exit 0 = pass.
 """
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 import torch
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
+from olmo_test import check, finish, olmo
+
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 LOGIT_TOL = 3e-6
 NEW = 40
-fails = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        fails.append(what)
-
-
-def olmo(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise AssertionError(f"olmo {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def rel_l2(a, b):
@@ -92,10 +77,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="olmo_genpar_") as tmp:
         case(tmp, "rope", [])
         case(tmp, "yarn", ["model.yarn_factor=4", "model.yarn_old_context_len=16"])
-    if fails:
-        print(f"{len(fails)} FAILED")
-        sys.exit(1)
-    print("generate parity: OK")
+    finish("generate parity")
 
 
 if __name__ == "__main__":

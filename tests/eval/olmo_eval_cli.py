@@ -26,16 +26,9 @@ import tempfile
 import torch
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
+from olmo_test import check, finish
 from olmo_test import olmo, read_metrics
 from olmo_test.tiny_data import make_data, tiny_config
-
-failures = []
-
-
-def check(cond, msg):
-    print(f"  {'ok  ' if cond else 'FAIL'} {msg}")
-    if not cond:
-        failures.append(msg)
 
 
 SHOTS = "Question: What color is the sky?\nAnswer: blue\n\nQuestion: What is 2 + 2?\nAnswer: 4\n\n"
@@ -230,9 +223,7 @@ def main():
                                       zip(sorted(want), sorted(lines))),
           f"scripts/plot_benchmarks.py draws the downstream records ({pl.stdout.strip()[-300:]}"
           f"{pl.stderr.strip()[-200:]})")
-    if failures:
-        sys.exit(f"FAILED: {failures}")
-    print("olmo evaluate / in-loop downstream: all checks passed")
+    finish("olmo evaluate / in-loop downstream")
 
 
 if __name__ == "__main__":

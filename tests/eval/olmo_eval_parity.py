@@ -33,9 +33,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
+
+import olmo_test
+import olmo_test as ot
+from olmo_test import finish, skip
 
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
+BIN = ot.bin_path()
 TASKS = os.environ.get("OLMO_EVAL_PARITY_TASKS", "fast")
 N_DOCS = int(os.environ.get("OLMO_EVAL_PARITY_DOCS", "2"))
 CTX = int(os.environ.get("OLMO_EVAL_PARITY_CTX", "1024"))
@@ -47,8 +52,7 @@ REL = 1e-5
 SOFT_ABS = 1e-9
 
 if not os.path.exists(os.path.join(DATA, "manifest.json")):
-    print(f"skip: {DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
-    sys.exit(77)
+    skip(f"{DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
 try:
     import torch
     import olmo_eval.tasks as oe_tasks
@@ -56,17 +60,10 @@ try:
     from olmo_eval import HFTokenizer, ICLMetric, build_task
     from transformers import Olmo3ForCausalLM
 except ImportError as e:
-    print(f"skip: {e} (scripts/install_deps.sh installs scripts/requirements-olmo-eval.txt)")
-    sys.exit(77)
+    skip(f"{e} (scripts/install_deps.sh installs scripts/requirements-olmo-eval.txt)")
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
-failures = []
-
-
-def check(what, ok, detail=""):
-    if not ok:
-        print(f"  FAIL {what}: {detail}")
-        failures.append(what)
+check = partial(olmo_test.check, quiet=True)  # per-document checks: only the failures print
 
 
 def rel(a, b):
@@ -135,7 +132,7 @@ def tiktoken_check(labels, docs, tok):
                 for text in (r["context"], r["continuation"]):
                     n += 1
                     a, b = enc.encode_ordinary(text), tok.encode(text, add_special_tokens=False)
-                    check(f"{label} doc {r['doc_id']} tokens", a == b,
+                    check(a == b, f"{label} doc {r['doc_id']} tokens",
                           f"tiktoken and the reference tokenizer differ on {text[:60]!r}")
     return n
 
@@ -201,7 +198,7 @@ def main():
         docs = {}
         for line in open(docs_jsonl):
             r = json.loads(line)
-            check(f"{r['task']} doc {r['doc_id']} once", r["doc_id"] not in docs.get(r["task"], {}),
+            check(r["doc_id"] not in docs.get(r["task"], {}), f"{r['task']} doc {r['doc_id']} once",
                   "listed twice in --docs-out")
             docs.setdefault(r["task"], {})[r["doc_id"]] = r
         # The tasks: the reference's list, not ours; a task on one side only fails.
@@ -209,10 +206,10 @@ def main():
         ours_tasks = set(docs) | {k[len(PREFIX):k.rindex(" (")] for k in ours
                                   if k.startswith(PREFIX) and " (" in k}
         for label in labels:
-            check(f"{label} scored by ours", label in docs, "no documents in --docs-out")
-        check("no task beyond the reference's", ours_tasks <= set(labels),
+            check(label in docs, f"{label} scored by ours", "no documents in --docs-out")
+        check(ours_tasks <= set(labels), "no task beyond the reference's",
               f"ours also scored {sorted(ours_tasks - set(labels))}")
-        check("every --out key a downstream metric", all(k.startswith(PREFIX) for k in ours),
+        check(all(k.startswith(PREFIX) for k in ours), "every --out key a downstream metric",
               f"{[k for k in ours if not k.startswith(PREFIX)]}")
         model = Olmo3ForCausalLM.from_pretrained(hf, torch_dtype=torch.float32).eval()
         tok = HFTokenizer(os.path.join(hf, "tokenizer.json"), pad_token_id=100277,
@@ -224,29 +221,29 @@ def main():
         for label in labels:
             mtype, ref, lls, preds, golds, rows = reference(label, model, tok)
             mine = docs.get(label, {})
-            check(f"{label} reference documents", len(lls) == N_DOCS,
+            check(len(lls) == N_DOCS, f"{label} reference documents",
                   f"the reference scored {len(lls)}, want --limit {N_DOCS}")
-            check(f"{label} docs", sorted(mine) == sorted(lls),
+            check(sorted(mine) == sorted(lls), f"{label} docs",
                   f"ours {sorted(mine)} vs reference {sorted(lls)}")
             for d, r in mine.items():
                 if d not in lls:
                     continue
                 n_docs += 1
-                check(f"{label} doc {d} label", r["label"] == golds[d], f"{r['label']} vs {golds[d]}")
+                check(r["label"] == golds[d], f"{label} doc {d} label", f"{r['label']} vs {golds[d]}")
                 ref_ll = [lls[d][c] for c in range(len(lls[d]))]
                 for a, b in zip(r["ll"], ref_ll):
                     n_ll += 1
                     worst = max(worst, rel(a, b))
-                    check(f"{label} doc {d} ll", rel(a, b) <= REL, f"{a} vs {b}")
-                check(f"{label} doc {d} choices", len(r["ll"]) == len(ref_ll),
+                    check(rel(a, b) <= REL, f"{label} doc {d} ll", f"{a} vs {b}")
+                check(len(r["ll"]) == len(ref_ll), f"{label} doc {d} choices",
                       f"{len(r['ll'])} vs {len(ref_ll)}")
                 if mtype not in ("bpb", "ce_loss"):
-                    check(f"{label} doc {d} prediction", r["pred"] == preds[d],
+                    check(r["pred"] == preds[d], f"{label} doc {d} prediction",
                           f"ours {r['pred']} vs reference {preds[d]} (ll {ref_ll} vs {r['ll']})")
             want = set()
             for key, v in ref.items():
                 if key not in METRIC_NAMES:
-                    check(f"{label} reference metric {key}", False, "no OLMo-core name known")
+                    check(False, f"{label} reference metric {key}", "no OLMo-core name known")
                     continue
                 name = f"{PREFIX}{label} ({METRIC_NAMES[key]})"
                 want.add(name)
@@ -254,14 +251,14 @@ def main():
                 if name not in ours:
                     continue  # failed by the metric-name check below
                 if key.startswith(("acc", "len_norm")):
-                    check(name, ours[name] == v, f"ours {ours[name]} vs reference {v}")
+                    check(ours[name] == v, name, f"ours {ours[name]} vs reference {v}")
                 elif key.startswith("soft_v") and abs(ours[name] - v) <= SOFT_ABS:
                     pass  # a probability far below 1e-4: see SOFT_ABS
                 else:
                     worst = max(worst, rel(ours[name], v))
-                    check(name, rel(ours[name], v) <= REL, f"ours {ours[name]} vs reference {v}")
+                    check(rel(ours[name], v) <= REL, name, f"ours {ours[name]} vs reference {v}")
             have = {k for k in ours if k.startswith(f"{PREFIX}{label} (")}
-            check(f"{label} metrics", have == want, f"ours only {sorted(have - want)}, "
+            check(have == want, f"{label} metrics", f"ours only {sorted(have - want)}, "
                   f"reference only {sorted(want - have)}")
         t_ref = time.time() - t2
     print(table.rstrip())
@@ -273,10 +270,7 @@ def main():
     print(f"wall: ours {t_ours:.1f}s ({tokens / t_ours:.0f} query tokens/s), reference "
           f"{t_ref:.1f}s ({tokens / t_ref:.0f} query tokens/s), x{t_ref / t_ours:.1f}; "
           f"{tokens} query tokens; test total {time.time() - t0:.1f}s")
-    if failures:
-        print(f"FAILED: {len(failures)} checks")
-        sys.exit(1)
-    print("PASS")
+    finish("olmo_eval parity")
 
 
 if __name__ == "__main__":

