@@ -13,19 +13,11 @@
 import json
 import os
 import shutil
-import sys
 import tempfile
 
-from olmo_test import tiny_data as td
 import olmo_test as ot
-
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 
 def ov(data, run, steps, extra=()):
@@ -100,5 +92,4 @@ with tempfile.TemporaryDirectory() as tmp:
     p = ot.olmo("ckpt", "verify", run, check=False)
     check(p.returncode == 0 and "step6" in p.stdout + p.stderr, f"newest complete after retention: {p.stdout}{p.stderr}")
 
-print("FAILED" if fails else "PASS", len(fails))
-sys.exit(1 if fails else 0)
+finish("async_ckpt_test")

@@ -14,25 +14,13 @@ printed).
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
-from olmo_test import tiny_data as td
 import olmo_test as ot
+from olmo_test import check, finish, skip
+from olmo_test import tiny_data as td
 
 LIMIT = 512 << 20
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
-
-
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
 
 
 def make_cgroup():
@@ -61,7 +49,7 @@ def make_cgroup():
 
 
 def in_cgroup(cg, args):
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     return subprocess.run(["sh", "-c", f'echo $$ > "{cg}/cgroup.procs" && exec "$@"', "sh", exe,
                            "train", td.tiny_config(), *args], capture_output=True, text=True)
 
@@ -93,10 +81,7 @@ def main():
             os.rmdir(cg)
         except OSError as e:
             print(f"warning: cannot remove {cg}: {e}")
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("cgroup_memory_test: OK")
+    finish("cgroup_memory_test")
 
 
 if __name__ == "__main__":

@@ -20,24 +20,18 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import dist_util as du  # noqa: E402
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import tiny_data as td
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
-fails = []
+BIN = ot.bin_path()
 _xxh = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
 _xxh.XXH3_64bits.restype = ctypes.c_uint64
 _xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
 
 
 def xxh(b):
@@ -166,10 +160,7 @@ def main():
               f"no fingerprint section: {p.stderr.strip()}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failure(s)")
-        sys.exit(1)
-    print("ckpt verify: PASS")
+    finish("ckpt verify")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ Cost: ~6 s (two short benches with peak measurements).
 import json
 import re
 
-from olmo_test import check, finish
 import olmo_test as ot
+from olmo_test import check, finish
 
 SEQ, BATCH = 64, 2
 

@@ -23,21 +23,20 @@ checked against the global reference. Seen red: with the global setting mapped t
 src/train/trainer_builder.cpp, (a) and (d) fail.
 Cost: ~15 s (four tiny runs, two under mpirun; transformers for one batch).
 """
-import json
 import logging
 import os
 import shutil
-import subprocess
 import tempfile
 
 import numpy as np
 import torch
 
-import dist_util as du  # noqa: E402
+import dist_util as du
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import olmo_core_order
 from olmo_test import tiny_data as td
-from olmo_test import check, finish
-import olmo_test as ot
+from olmo_test.refs import load_hf
 
 logging.disable(logging.WARNING)
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
@@ -128,7 +127,6 @@ def train(world, run, hf, norm, mix):
 
 
 def main():
-    from transformers import AutoModelForCausalLM
     has_mpi = shutil.which(du.MPIRUN) is not None
     tmp = tempfile.mkdtemp(prefix="olmo_loss_norm_")
     try:
@@ -138,8 +136,7 @@ def main():
         batch = olmo_core_order.numpy_batches(len(ids), G, SEED, 1)[0]
         hf = os.path.join(tmp, "hf")
         ot.olmo("export", "--config", td.tiny_config(), "--seed", "5", "--no-tokenizer", "--out", hf)
-        model = AutoModelForCausalLM.from_pretrained(hf, local_files_only=True, dtype=torch.float32,
-                                                     attn_implementation="eager")
+        model = load_hf(hf)
         b = np.array(batch)
         bounds = int(sum((m[1:] & (dd[1:] != dd[:-1])).sum() for m, dd in zip(mask[b], doc[b])))
         check(bounds >= 4, f"the step-1 batch holds {bounds} document boundaries inside instances")

@@ -19,7 +19,6 @@ Seen red: plot_run.py drawing the train loss one step late (steps + 1) and, sepa
 dropping the validation series each fail the data checks.
 Cost: ~4 s (the run 0.5 s, matplotlib ~1.5 s per plot).
 """
-import json
 import os
 import shutil
 import struct
@@ -28,25 +27,22 @@ import tempfile
 import numpy as np
 from PIL import Image
 
-from olmo_test import tiny_data as td
-from olmo_test import check, finish
 import olmo_test as ot
-
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 
 def series(run):
     """train {step: loss}, eval {step: loss} (set val), validation {step: loss} from metrics.jsonl;
     the last record of a step wins (as the README's resumed runs)."""
     tr, ev, va = {}, {}, {}
-    with open(os.path.join(run, "metrics.jsonl")) as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("kind") == "train" and r.get("loss") is not None:
-                tr[r["step"]] = r["loss"]
-            elif r.get("kind") == "eval" and r.get("set") == "val":
-                ev[r["step"]] = r["loss"]
-            elif r.get("kind") == "validation" and (r.get("heldout") or {}).get("val") is not None:
-                va[r["step"]] = r["heldout"]["val"]
+    for r in ot.read_metrics(run, None):
+        if r.get("kind") == "train" and r.get("loss") is not None:
+            tr[r["step"]] = r["loss"]
+        elif r.get("kind") == "eval" and r.get("set") == "val":
+            ev[r["step"]] = r["loss"]
+        elif r.get("kind") == "validation" and (r.get("heldout") or {}).get("val") is not None:
+            va[r["step"]] = r["heldout"]["val"]
     return tr, ev, va
 
 

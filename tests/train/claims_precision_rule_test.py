@@ -27,10 +27,10 @@ import shutil
 import subprocess
 import tempfile
 
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import cpu_features as cf
 from olmo_test import tiny_data as td
-from olmo_test import check, finish
-import olmo_test as ot
 
 CASES = [("110/100", "bf16_mixed"), ("111/100", "bf16_mixed"), ("109.9/100", "fp32"),
          ("100/100", "fp32")]
@@ -44,7 +44,7 @@ def run(tmp, data, name, env_extra, probe):
     if probe:
         env["OLMO_TEST_PRECISION_PROBE"] = probe
     rd = os.path.join(tmp, name)
-    p = subprocess.run([os.environ.get("OLMO_BIN", "build/olmo"), "train", td.tiny_config(),
+    p = subprocess.run([ot.bin_path(), "train", td.tiny_config(),
                         f"data.mix={data['mix']}", f"trainer.run_dir={rd}", "model.precision=auto",
                         "trainer.max_steps=1", "trainer.threads=1"],
                        capture_output=True, text=True, env=env)

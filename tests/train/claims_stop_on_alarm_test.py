@@ -1,6 +1,6 @@
 """README "Data-loader audit and validation checkpoints", Alarms: "a stop with
 `audit.stop_on_alarm` / `validation.stop_on_alarm`", end to end (`olmo train`, one process,
-configs/tiny.yaml on tiny_data.py token files, 20 steps planned).
+configs/tiny.yaml on olmo_test/tiny_data.py token files, 20 steps planned).
 
 1. audit.stop_on_alarm=true with data.inject_fault=repeat_batch from step 5: the run ends at
    step 5 (train records 1..5 only, exit 0, `ALARM: stopping the run (audit.stop_on_alarm)`,
@@ -23,9 +23,9 @@ import os
 import shutil
 import tempfile
 
-from olmo_test import tiny_data as td
-from olmo_test import check, finish
 import olmo_test as ot
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 STEPS = 20
 

@@ -12,23 +12,14 @@
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
-import dist_util as du  # noqa: E402
-from olmo_test import tiny_data as td
+import dist_util as du
 import olmo_test as ot
-
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
-    return cond
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 
 def run(args, nan=None):
@@ -36,7 +27,7 @@ def run(args, nan=None):
     env.pop("OLMO_TEST_NAN", None)
     if nan:
         env["OLMO_TEST_NAN"] = nan
-    return subprocess.run([os.environ.get("OLMO_BIN", "build/olmo"), "train", td.tiny_config(),
+    return subprocess.run([ot.bin_path(), "train", td.tiny_config(),
                            *args], capture_output=True, text=True, env=env)
 
 
@@ -103,10 +94,7 @@ def main():
         default_streak(tmp, base)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("claims_test: OK")
+    finish("claims_test")
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 
-import kill_campaign as kc  # noqa: E402
-from olmo_test import tiny_data as td
+import kill_campaign as kc
 
-check = kc.check
+from olmo_test import FAILS, check, skip
+from olmo_test import tiny_data as td
 
 
 def sh(*cmd):
@@ -130,8 +130,8 @@ def inner():
         return 1
     did = [disk_full(tmp, data, ref), read_only(tmp, data, ref)]
     sh("rm", "-rf", tmp)
-    if kc.fails:
-        print(f"{len(kc.fails)} failures")
+    if FAILS:
+        print(f"{len(FAILS)} failures")
         return 1
     if not any(did):
         return 77
@@ -147,9 +147,8 @@ def main():
     except FileNotFoundError:
         probe = None
     if probe is None or probe.returncode != 0:
-        print("SKIPPED: cannot create a private mount namespace (unshare -m needs root): "
-              + (probe.stderr.strip() if probe else "no unshare"))
-        sys.exit(77)
+        skip("cannot create a private mount namespace (unshare -m needs root): "
+             + (probe.stderr.strip() if probe else "no unshare"))
     p = subprocess.run(["unshare", "-m", sys.executable, os.path.abspath(__file__), "--inner"])
     sys.exit(p.returncode)
 

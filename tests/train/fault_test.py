@@ -2,7 +2,7 @@
 loader fault (data.inject_fault, src/data/fault_inject.h) that silently reproduces memorization,
 and stay silent on a clean run over the same steps.
 
-Runs configs/tiny.yaml (64-wide, 4 layers, vocab 512) on tiny_data.py token files, 40 steps,
+Runs configs/tiny.yaml (64-wide, 4 layers, vocab 512) on olmo_test/tiny_data.py token files, 40 steps,
 validation every 10 steps, faults from step 10:
   clean         zero alarms; `olmo audit` exits 0; resumed in two pieces (20 + 20 steps) the
                 ledger has each step once and the audit is still clean
@@ -37,6 +37,7 @@ import tempfile
 
 import numpy as np
 
+import olmo_test as ot
 from olmo_test import olmo
 from olmo_test.tiny_data import make_data, tiny_config
 
@@ -302,7 +303,7 @@ def main():
                 env = dict(os.environ)
                 env.pop("OMP_NUM_THREADS", None)
                 p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "2",
-                                    os.environ.get("OLMO_BIN", "build/olmo"), "train", *base,
+                                    ot.bin_path(), "train", *base,
                                     f"trainer.run_dir={run}", "trainer.max_steps=12", *extra],
                                    capture_output=True, text=True, env=env, timeout=300)
                 assert p.returncode == 0, p.stdout + p.stderr

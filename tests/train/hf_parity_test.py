@@ -4,7 +4,7 @@ PyTorch run of the same recipe, from the same weights and batches.
 PyTorch side: transformers' Olmo3ForCausalLM (eager attention, fp32) built at random and saved
 with save_pretrained; our trainer starts from that directory (trainer.init_from_hf). The
 reference's batches come from OLMo-core's own data loader on the same token file (seed 7,
-8 x 64-token instances per step, as configs/tiny.yaml; olmo_core_order.py, which also checks
+8 x 64-token instances per step, as configs/tiny.yaml; olmo_test/olmo_core_order.py, which also checks
 them against numpy's PCG64 order), never from our run; that they equal the instance indices our
 trainer logged (trainer.log_batch_indices) is asserted separately. The reference step is
 OLMo-core's recipe written out with OLMo-core's own classes where they exist:
@@ -18,32 +18,24 @@ relative; and the held-out evaluation (one document per padded instance, OLMo-co
 NumpyPaddedFSLDataset semantics written out here with numpy) at step 0 and after step 20 within
 1e-4 relative.
 """
-import json
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 import torch
 
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import olmo_core_order
 from olmo_test import tiny_data as td
-
-from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
 from olmo_test.refs import tiny_hf_model
-import olmo_test as ot
+
+from olmo_core.optim import CosWithWarmup, SkipStepAdamW
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 T, MICRO, STEPS, LR, Z = 64, 2, 20, 3e-3, 1e-5
 GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # configs/tiny.yaml
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg)
-    if not cond:
-        fails.append(msg)
 
 
 def step_loss(model, ids, total):
@@ -143,10 +135,7 @@ def main():
               f"eval step 20: ours {evals[STEPS]['loss']:.7f} torch {e20:.7f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("hf_parity_test: OK")
+    finish("hf_parity_test")
 
 
 if __name__ == "__main__":

@@ -29,17 +29,11 @@ import sys
 import tempfile
 import time
 
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import tiny_data as td
 
 STEPS, SAVE, EVAL = 16, 2, 3
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
-    return cond
 
 
 def overrides(data, run):
@@ -50,7 +44,7 @@ def overrides(data, run):
 
 
 def launch(args, env_extra, log):
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     env = dict(os.environ)
     env.pop("OLMO_TEST_KILL", None)
     env.update(env_extra)
@@ -283,10 +277,7 @@ def main():
               f"kills did not land in every phase: {landed}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("kill_campaign: OK (every finished round bitwise equal to the never-killed run)")
+    finish("kill_campaign (every finished round bitwise equal to the never-killed run)")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ downstream -> "<kind>/<set|suite|task>/<field>"; other kinds -> "<kind>/<field>"
 booleans only, nested objects flattened with '/', a field name holding '/' is the tag itself;
 "info" / "profile" records, "step", "time", "batch_hash", strings, arrays and nulls not shown.
 """
-import json
 import os
 
+import olmo_test as ot
 from olmo_test import tiny_data as td
 
 DISCRIMINATOR = {"eval": "set", "benchmark": "suite", "downstream": "task"}
@@ -17,8 +17,7 @@ SKIPPED_KINDS = {"info", "profile"}
 
 
 def records(run_dir):
-    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return ot.read_metrics(run_dir, None)
 
 
 def _fields(prefix, obj, top, out):

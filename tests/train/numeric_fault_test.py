@@ -23,27 +23,18 @@ config says allow_fault_injection: true.
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 
-from olmo_test import tiny_data as td
-import dist_util as du  # noqa: E402
+import dist_util as du
 import olmo_test as ot
-
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
-    return cond
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 
 def run(args, env=None):
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     import subprocess
     e = dict(os.environ)
     e.pop("OLMO_TEST_NAN", None)
@@ -174,12 +165,7 @@ def main():
             skipped = True
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("numeric_fault_test: OK" + (" (2-process part skipped: exit 77)" if skipped else ""))
-    if skipped:
-        sys.exit(77)
+    finish("numeric_fault_test", skipped="the 2-process part" if skipped else None)
 
 
 if __name__ == "__main__":

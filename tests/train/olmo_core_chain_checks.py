@@ -19,9 +19,9 @@ shared):
 import os
 import shutil
 
+import olmo_test as ot
 from olmo_test import check, script
 from olmo_test.refs import CKPT, compare, reference
-import olmo_test as ot
 
 
 def migrate(*args):

@@ -20,10 +20,10 @@ import os
 import re
 import tempfile
 
-from olmo_test import tiny_data
-from olmo_test import check, finish
-from olmo_test.refs import compare, first_violation, reference
 import olmo_test as ot
+from olmo_test import check, finish
+from olmo_test import tiny_data
+from olmo_test.refs import compare, first_violation, reference
 
 GROUPS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "q_norm", "k_norm", "mlp_gate",
           "mlp_up", "mlp_down", "attn_norm", "mlp_norm", "final_norm", "lm_head"]

@@ -31,10 +31,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 import dist_util as du  # noqa: E402
 import olmo_test as ot
+from olmo_test import FAILS, check
 from olmo_test import tiny_data as td
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
-fails = []
+BIN = ot.bin_path()
 
 # Fields the issue names: a change of each must be refused by the recipe check itself, and once
 # allowed take effect (step 3 differs from the unchanged resume's), but those of NO_EFFECT_HERE:
@@ -47,12 +47,6 @@ MUST_REFUSE = ["optim.lr", "optim.betas", "optim.eps", "optim.weight_decay",
                "dist.reduce", "trainer.loss_normalization", "model.d_model"]
 NO_EFFECT_HERE = {"trainer.loss_normalization", "trainer.max_steps", "model.d_model",
                   "data.seq_len"}
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
 
 
 def train(run, data, *extra, steps=3):
@@ -242,8 +236,8 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"recipe resume test: {time.time() - t_start:.1f} s, "
-          f"{'all passed' if not fails else f'{len(fails)} FAILED'}", flush=True)
-    return 1 if fails else 0
+          f"{'all passed' if not FAILS else f'{len(FAILS)} FAILED'}", flush=True)
+    return 1 if FAILS else 0
 
 
 if __name__ == "__main__":

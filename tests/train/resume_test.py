@@ -14,19 +14,11 @@
 import json
 import os
 import shutil
-import sys
 import tempfile
 
-from olmo_test import tiny_data as td
 import olmo_test as ot
-
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 
 def tensors(step_dir):
@@ -123,10 +115,7 @@ def main():
             check(all(sr.get(s) == sa.get(s) for s in range(1, 21)), f"{name}: losses differ")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("resume_test: OK")
+    finish("resume_test")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 d_model 32, 2 layers -- one sliding-window, one full -- GQA 2:1, 2 micro-batches per step) for
 20,000 steps with a checkpoint every 500 (trainer.keep_last 3), held-out eval and validation
 every 500, the in-loop data audit on and a param_rms + train record every step, on
-tests/train/tiny_data.py token files (200 steps per epoch: ~100 epochs). While it runs, the
+olmo_test/tiny_data.py token files (200 steps per epoch: ~100 epochs). While it runs, the
 test samples the process every 0.25 s: VmRSS (/proc/PID/status), open descriptors
 (/proc/PID/fd), the last step in metrics.jsonl, and the run directory (stepN dirs, bytes).
 
@@ -47,9 +47,9 @@ import subprocess
 import tempfile
 import time
 
-from olmo_test import tiny_data as td
-from olmo_test import check, finish
 import olmo_test as ot
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 INTERVAL = 500
 KEEP = 3
@@ -179,7 +179,7 @@ def main():
         d = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 8 * 200)
         run = a.keep or os.path.join(tmp, "run")
         shutil.rmtree(run, ignore_errors=True)
-        args = [os.environ.get("OLMO_BIN", "build/olmo"), "train", td.tiny_config(), *MODEL,
+        args = [ot.bin_path(), "train", td.tiny_config(), *MODEL,
                 f"data.mix={d['mix']}", f"eval.sets.val={d['val']}", f"trainer.run_dir={run}",
                 f"trainer.max_steps={steps}", f"trainer.save_interval={INTERVAL}",
                 f"trainer.keep_last={KEEP}", f"eval.interval={INTERVAL}",

@@ -7,7 +7,7 @@ from it (trainer.init_from_hf) with data.generate_doc_lengths=true (intra-docume
 the tiny token file has an EOS every 40-120 tokens, so most 64-token instances hold a document
 boundary) for one step. Independent reference for that step: transformers' Olmo3ForCausalLM
 (eager, fp32) loaded from the same export (its rope_scaling applies YaRN to the full-attention
-layers), on the batch OLMo-core's own loader gives (olmo_core_order.py), with explicit 4-D
+layers), on the batch OLMo-core's own loader gives (olmo_test/olmo_core_order.py), with explicit 4-D
 masks per layer type (query i sees key j iff j <= i, same document, and on sliding layers
 i - j < 16; documents end after each EOS; positions not reset), labels = next token, the last
 position ignored; loss = sum CE / labels, gradient of (CE + 1e-5 sum lse^2) / labels.
@@ -19,27 +19,21 @@ must each differ from ours by more than 20x those bounds.
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np
 import torch
 
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import olmo_core_order
 from olmo_test import tiny_data as td
-import olmo_test as ot
+from olmo_test.refs import load_hf
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 T, G, SEED, VOCAB, EOS, PAD, WINDOW, Z = 64, 8, 7, 512, 0, 1, 16, 1e-5
 YARN = ["model.yarn_factor=4", "model.yarn_old_context_len=16"]
 LOSS_TOL, NORM_TOL = 1e-6, 1e-6
-fails = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
 
 
 def doc_ids(x):
@@ -79,7 +73,6 @@ def reference(model, ids, doc_mask):
 
 
 def main():
-    from transformers import AutoModelForCausalLM
     tmp = tempfile.mkdtemp(prefix="olmo_stage3_wiring_")
     try:
         d = td.make_data(tmp)
@@ -101,8 +94,7 @@ def main():
 
         cfg = json.load(open(os.path.join(hf, "config.json")))
         check(cfg.get("rope_scaling", {}).get("rope_type") == "yarn", "the export carries YaRN")
-        model = AutoModelForCausalLM.from_pretrained(hf, local_files_only=True, dtype=torch.float32,
-                                                     attn_implementation="eager")
+        model = load_hf(hf)
         loss, norm = reference(model, ids, True)
         el = abs(ours["loss"] - loss) / loss
         en = abs(ours["grad_norm"] - norm) / norm
@@ -125,8 +117,7 @@ def main():
         pdir = os.path.join(tmp, "hf_plain")
         shutil.copytree(hf, pdir)
         json.dump(plain, open(os.path.join(pdir, "config.json"), "w"))
-        m2 = AutoModelForCausalLM.from_pretrained(pdir, local_files_only=True, dtype=torch.float32,
-                                                  attn_implementation="eager")
+        m2 = load_hf(pdir)
         l_noyarn, n_noyarn = reference(m2, ids, True)
         for what, l, n in (("no document mask", l_nomask, n_nomask), ("no YaRN", l_noyarn, n_noyarn)):
             dl, dn = abs(ours["loss"] - l) / l, abs(ours["grad_norm"] - n) / n
@@ -135,10 +126,7 @@ def main():
                   f"reference with {what} is distinguishable from ours")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("stage3_wiring_test: OK")
+    finish("stage3_wiring_test")
 
 
 if __name__ == "__main__":

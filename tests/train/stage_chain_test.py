@@ -20,16 +20,9 @@ import tempfile
 
 import numpy as np
 
-from olmo_test import tiny_data as td
 import olmo_test as ot
-
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
+from olmo_test import check, finish
+from olmo_test import tiny_data as td
 
 
 def state(step_dir):
@@ -63,7 +56,7 @@ def main():
             f"trainer.load_path={s1}", "trainer.load_trainer_state=false",
             "trainer.load_optim_state=true", "scheduler.name=linear_with_warmup",
             "scheduler.warmup_steps=0", "scheduler.alpha_f=0.0", "optim.lr=1e-3", "data.seed=1337")
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     mpirun = os.environ.get("OLMO_MPIRUN", "mpirun")
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
@@ -109,8 +102,7 @@ def main():
     print(f"stage 1 final weights vs stage 2 start (lr 1e-12, 1 step): max |dw|/rms {worst:.2e}")
     check(worst < 1e-6, f"stage 2 did not start from stage 1's weights ({worst:.2e})")
     shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(fails)} checks failed" if fails else "all checks passed")
-    sys.exit(1 if fails else 0)
+    finish("stage_chain")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ def main():
         B = os.path.join(tmp, "B")
         runb = [*base, f"trainer.run_dir={B}", "trainer.save_interval=5"]
         env = dict(os.environ, OLMO_TEST_KILL="step:0:13")
-        p = subprocess.run([os.environ.get("OLMO_BIN", "build/olmo"), "train", *runb], env=env,
+        p = subprocess.run([ot.bin_path(), "train", *runb], env=env,
                            capture_output=True, text=True)
         steps = sorted(r["step"] for r in ot.read_metrics(B))
         check(p.returncode != 0 and steps == list(range(1, 13)),
