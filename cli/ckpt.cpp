@@ -4,8 +4,9 @@
 //                recorded at save time (train/checkpoint_verify.h); exit 0 when everything
 //                matches, 1 with the first mismatch named otherwise.
 //   import-olmo-core SRC DST / export-olmo-core SRC DST   checkpoints between OLMo-core and
-//                olmo.cpp (cli/ckpt_migrate.h; OLMo-core's format read and written only by its
-//                own helpers through scripts/olmo_core_ckpt.py).
+//                olmo.cpp; hf-to-olmo-core HF_DIR DST / olmo-core-to-hf SRC DST   between HF model
+//                dirs and OLMo-core runs (cli/ckpt_migrate.h; OLMo-core's format read and written
+//                only by its own helpers through scripts/olmo_core_ckpt.py).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -21,6 +22,8 @@ int usage(FILE* to) {
                "usage: olmo ckpt verify DIR\n"
                "       olmo ckpt import-olmo-core SRC DST [--config CONFIG.yaml] [key=value ...]\n"
                "       olmo ckpt export-olmo-core SRC DST [--config CONFIG.yaml] [key=value ...]\n"
+               "       olmo ckpt hf-to-olmo-core HF_DIR DST_RUN --config CONFIG.yaml [key=value ...]\n"
+               "       olmo ckpt olmo-core-to-hf SRC DST_HF [--config CONFIG.yaml] [key=value ...]\n"
                "  verify DIR  checksums, shard coverage, the model section and the fingerprints of\n"
                "              every tensor and state section of checkpoint DIR (a stepN dir, or a run\n"
                "              dir: its newest complete checkpoint) against the state saved\n");
@@ -40,6 +43,8 @@ int run_ckpt(int argc, char** argv) {
   }
   if (sub == "import-olmo-core") return run_ckpt_import_olmo_core(argc - 1, argv + 1);
   if (sub == "export-olmo-core") return run_ckpt_export_olmo_core(argc - 1, argv + 1);
+  if (sub == "hf-to-olmo-core") return run_ckpt_hf_to_olmo_core(argc - 1, argv + 1);
+  if (sub == "olmo-core-to-hf") return run_ckpt_olmo_core_to_hf(argc - 1, argv + 1);
   std::fprintf(stderr, "olmo ckpt: unknown subcommand '%s'\n", sub.c_str());
   return usage(stderr);
 }
@@ -47,4 +52,4 @@ int run_ckpt(int argc, char** argv) {
 }  // namespace
 
 OLMO_COMMAND("ckpt", "checkpoint tools: verify (fingerprints of the saved state), "
-             "import-olmo-core, export-olmo-core", run_ckpt);
+             "import-olmo-core, export-olmo-core, hf-to-olmo-core, olmo-core-to-hf", run_ckpt);

@@ -1,7 +1,9 @@
 """Checkpoints across the two frameworks (issue 19), read with OLMo-core's own helpers
 (olmo_core.distributed.checkpoint.load_keys / get_checkpoint_metadata, torch.load of
-train/rank0.pt) and olmo.cpp's documented format (src/ckpt/checkpoint.h: index.json, raw
-little-endian tensors, state.json). Both are brought to one form, keyed by HF tensor names:
+train/rank0.pt). olmo.cpp hands its state over as an interchange dir (src/train/
+olmo_core_migrate.h: model.safetensors, optim.safetensors, state.json); `boundary` alone reads
+olmo.cpp checkpoints directly (src/ckpt/checkpoint.h's documented format), as an independent
+reader for the stage-boundary comparison. Everything is brought to one form, keyed by HF names:
   weights / exp_avg / exp_avg_sq   {hf_name: float32 array}
   steps                            {hf_name: AdamW step count}
   trainer                          global_step, tokens_seen, data loader state
@@ -16,9 +18,10 @@ usage:
   olmo_core_ckpt.py to-safetensors OC_STEP OUT_DIR
       An OLMo-core checkpoint as OUT_DIR/{model.safetensors, optim.safetensors
       (exp_avg/<hf>, exp_avg_sq/<hf>), state.json} for `olmo ckpt import-olmo-core`.
-  olmo_core_ckpt.py from-olmo-cpp OURS_STEP DST CONFIG.yaml
-      An olmo.cpp checkpoint saved as DST/stepN by OLMo-core's own Trainer (built for the
-      resolved config CONFIG.yaml) for `olmo ckpt export-olmo-core`; OLMo-core resumes DST.
+  olmo_core_ckpt.py from-interchange DIR DST CONFIG.yaml
+      olmo.cpp's interchange dir DIR saved as DST/stepN by OLMo-core's own Trainer (built for
+      the resolved config CONFIG.yaml) for `olmo ckpt export-olmo-core` / `hf-to-olmo-core`;
+      OLMo-core resumes DST (without a trainer state in DIR: a fresh start, DST/step0).
 Errors (exit 1) name the checkpoint and the problem: not a checkpoint, another architecture
 (a parameter without an OLMo 3 name), missing moments.
 """
@@ -189,11 +192,30 @@ def to_safetensors(step_dir, out_dir):
         json.dump(state, f, indent=1, default=str)
 
 
-def from_olmo_cpp(src, dst, config_yaml):
-    """An olmo.cpp checkpoint -> dst/stepN, saved by OLMo-core's own Trainer.save_checkpoint()
-    from a train module and Trainer built for config_yaml (olmo_core_run.build): weights, both
-    moments and step counts per parameter, betas / eps / weight decay per group, global step,
-    tokens seen and the data-loader state. OLMo-core's Trainer then resumes dst."""
+def read_interchange(d):
+    """olmo.cpp's interchange dir (src/train/olmo_core_migrate.h) in read_olmo_core's form."""
+    from safetensors.numpy import load_file
+    for f in ("model.safetensors", "optim.safetensors", "state.json"):
+        if not os.path.exists(os.path.join(d, f)):
+            raise RefError(f"{d}: not an olmo.cpp interchange dir (no {f})")
+    st = json.load(open(os.path.join(d, "state.json")))
+    opt = load_file(os.path.join(d, "optim.safetensors"))
+    out = {"weights": load_file(os.path.join(d, "model.safetensors")),
+           "exp_avg": {k.split("/", 1)[1]: v for k, v in opt.items() if k.startswith("exp_avg/")},
+           "exp_avg_sq": {k.split("/", 1)[1]: v for k, v in opt.items()
+                          if k.startswith("exp_avg_sq/")},
+           "steps": {k: float(v) for k, v in st["tensor_steps"].items()},
+           "groups": st["groups"], "trainer": st.get("trainer")}
+    return out
+
+
+def from_interchange(src, dst, config_yaml):
+    """olmo.cpp's interchange dir -> dst/stepN, saved by OLMo-core's own
+    Trainer.save_checkpoint() from a train module and Trainer built for config_yaml
+    (olmo_core_run.build): weights, both moments and step counts per parameter, betas / eps /
+    weight decay per group, and (when the interchange has one) the global step, tokens seen and
+    the data-loader state; else OLMo-core's fresh trainer state. OLMo-core's Trainer then resumes
+    dst."""
     import torch
     import yaml
 
@@ -201,13 +223,11 @@ def from_olmo_cpp(src, dst, config_yaml):
     from olmo_core_common import check_expressible, hf_to_oc_name
     cfg = yaml.safe_load(open(config_yaml))
     check_expressible(cfg)
-    ours = read_olmo_cpp(src)
+    ours = read_interchange(src)
     trainer, tm = olmo_core_run.build(cfg, os.path.abspath(dst), 1, {})
     params = dict(tm.model.named_parameters())
     if set(hf_to_oc_name(k) for k in ours["weights"]) != set(params):
         raise RefError(f"{src}: its tensors do not match the config's model")
-    opt_cfg = ours["state"]["optim"]
-    wd = {g["name"]: g["weight_decay"] for g in opt_cfg["groups"]}
     with torch.no_grad():
         for hf, w in ours["weights"].items():
             p = params[hf_to_oc_name(hf)]
@@ -220,16 +240,20 @@ def from_olmo_cpp(src, dst, config_yaml):
     names = {id(p): n for n, p in params.items()}
     for g in tm.optim.param_groups:
         emb = any(names[id(p)] == "embeddings.weight" for p in g["params"])
-        g["betas"] = (opt_cfg["beta1"], opt_cfg["beta2"])
-        g["eps"] = opt_cfg["eps"]
-        g["weight_decay"] = wd["embeddings" if emb else "default"]
-    tr, loader = ours["trainer"], dict(ours["state"]["loader"])
-    trainer.load_state_dict({"global_step": tr["global_step"],
-                             "global_train_tokens_seen": tr["tokens_seen"],
-                             "data_loader": loader, "epoch": int(loader.get("epoch", 1)),
-                             "world_size": -1})  # no RNG state to restore (no dropout)
+        # (one group when the embedding's decay equals the others': olmo.cpp merges them)
+        h = ours["groups"].get("embeddings" if emb else "default") or next(iter(ours["groups"].values()))
+        g["betas"] = tuple(h["betas"])
+        g["eps"] = h["eps"]
+        g["weight_decay"] = h["weight_decay"]
+    tr = ours["trainer"]
+    if tr is not None:
+        loader = dict(tr["loader"])
+        trainer.load_state_dict({"global_step": tr["global_step"],
+                                 "global_train_tokens_seen": tr["tokens_seen"],
+                                 "data_loader": loader, "epoch": int(loader.get("epoch", 1)),
+                                 "world_size": -1})  # no RNG state to restore (no dropout)
     path = trainer.save_checkpoint()
-    print(f"export-olmo-core: {src} -> {path} (step {tr['global_step']})")
+    print(f"from-interchange: {src} -> {path} (step {trainer.global_step})")
 
 
 def main():
@@ -244,8 +268,8 @@ def main():
         if "--multiple" in a:
             del a[a.index("--multiple"):a.index("--multiple") + 2]
         sys.exit(boundary(a[1], a[2], a[3:], k))
-    if len(a) == 4 and a[0] == "from-olmo-cpp":
-        from_olmo_cpp(a[1], a[2], a[3])
+    if len(a) == 4 and a[0] == "from-interchange":
+        from_interchange(a[1], a[2], a[3])
         return
     if len(a) == 3 and a[0] == "to-safetensors":
         to_safetensors(a[1], a[2])

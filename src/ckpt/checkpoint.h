@@ -145,6 +145,8 @@ class CheckpointReader {
 
   // A JSON section; throws olmo::Error naming the key and dir when absent.
   const nlohmann::json& json(const std::string& key) const;
+  // The file that holds the JSON sections (for messages).
+  std::string sections_file() const { return dir_ + "/state.json"; }
 
  private:
   std::string dir_;
@@ -157,6 +159,9 @@ class CheckpointReader {
 // reported (to *warnings if given, else to stderr as "warning: ...") and skipped. nullopt if none.
 std::optional<std::string> latest_complete(const std::string& run_dir,
                                            std::vector<std::string>* warnings = nullptr);
+
+// Whether dir is a committed checkpoint (its COMMITTED marker is present; nothing verified).
+bool is_committed(const std::string& dir);
 
 // Steps of the committed (COMMITTED marker present) stepN dirs in run_dir, ascending.
 std::vector<int64_t> list_checkpoints(const std::string& run_dir);

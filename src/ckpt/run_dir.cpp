@@ -49,6 +49,8 @@ std::optional<std::string> latest_complete(const std::string& run_dir, std::vect
   return std::nullopt;
 }
 
+bool is_committed(const std::string& dir) { return file_exists(cat(dir, "/", kMarker)); }
+
 std::vector<int64_t> list_checkpoints(const std::string& run_dir) {
   std::vector<int64_t> out;
   std::error_code ec;

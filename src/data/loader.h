@@ -27,9 +27,19 @@
 #include <string>
 #include <vector>
 
+#include "core/state_visitor.h"
+
 #include "data/fsl_dataset.h"
 
 namespace olmo::data {
+
+// The data loader's checkpoint section "loader": OLMo-core's data-loader state dict as a JSON
+// value (an importer holds it without a dataset); fingerprint group "loader": seed, epoch,
+// tokens_processed.
+inline void visit_loader_state(StateVisitor& v, nlohmann::json& state) {
+  StateVisitor::Section s(v, "loader");
+  v.whole(state, {"loader", {"seed", "epoch", "tokens_processed"}});
+}
 
 class DataLoader {
  public:
@@ -49,6 +59,12 @@ class DataLoader {
 
   nlohmann::json state() const;
   void load_state(const nlohmann::json& st, bool ignore_fingerprint_mismatch = false);
+  // Checkpoint section "loader" (visit_loader_state).
+  void visit_state(StateVisitor& v, bool ignore_fingerprint_mismatch = false) {
+    nlohmann::json st = v.loading() ? nlohmann::json() : state();
+    visit_loader_state(v, st);
+    if (v.loading()) load_state(st, ignore_fingerprint_mismatch);
+  }
 
   int64_t batches_per_epoch() const { return ds_.size() / gb_; }
   int64_t global_batch_instances() const { return gb_; }

@@ -27,6 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/state_visitor.h"
+
 #include "distributed/communicator.h"
 #include "distributed/fixed_point.h"
 #include "distributed/reduce_settings.h"
@@ -118,6 +120,13 @@ class DataParallel {
   // A section from another model or mode leaves the scales unknown (the next step measures
   // them). `where` names the file for errors.
   void load_state_json(const nlohmann::json& j, const std::string& where);
+  // Checkpoint section "reduce" (core/state_visitor.h); a checkpoint without it (an older one)
+  // leaves the scales unknown.
+  void visit_state(StateVisitor& v) {
+    if (v.loading() && !v.has_section("reduce")) return;
+    visit_json_state(v, "reduce", {}, [this] { return state_json(); },
+                     [this](const nlohmann::json& j) { load_state_json(j, "checkpoint section reduce"); });
+  }
 
  private:
   Communicator& comm_;

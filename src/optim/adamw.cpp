@@ -125,37 +125,37 @@ void adamw_reference(float* p, const float* g, float* m, float* v, size_t n, flo
   step = step + f;
 }
 
+// The group layout and settings as the checkpoint keeps them.
+static nlohmann::json groups_json(const std::vector<ParamGroup>& groups) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const ParamGroup& g : groups)
+    a.push_back({{"name", g.name}, {"offset", g.offset}, {"numel", g.numel},
+                 {"weight_decay", g.weight_decay}});
+  return a;
+}
+
+// (save mode reads the fields only)
 nlohmann::json AdamW::state_json() const {
-  nlohmann::json groups = nlohmann::json::array();
-  for (const ParamGroup& g : groups_)
-    groups.push_back({{"name", g.name}, {"offset", g.offset}, {"numel", g.numel},
-                      {"weight_decay", g.weight_decay}});
-  return {{"steps", steps_}, {"groups", groups}, {"beta1", cfg_.beta1}, {"beta2", cfg_.beta2},
-          {"eps", cfg_.eps}, {"numel", numel_}};
+  return state_to_json([this](StateVisitor& v) { const_cast<AdamW*>(this)->visit_state(v); })
+      .at("optim");
 }
 
 void AdamW::load_state_json(const nlohmann::json& j) {
-  OLMO_CHECK(j.is_object(), "optimizer state: expected an object");
-  for (const char* k : {"steps", "groups", "numel"})
-    OLMO_CHECK(j.contains(k), "optimizer state: missing field '", k, "'");
-  OLMO_CHECK(j["numel"].get<size_t>() == numel_, "optimizer state.numel: checkpoint has ",
-             j["numel"].get<size_t>(), " parameters, model has ", numel_);
-  const auto& gs = j["groups"];
-  OLMO_CHECK(gs.is_array() && gs.size() == groups_.size(), "optimizer state.groups: checkpoint has ",
-             gs.size(), " groups, optimizer has ", groups_.size());
-  for (size_t i = 0; i < groups_.size(); ++i) {
-    OLMO_CHECK(gs[i].value("offset", size_t(-1)) == groups_[i].offset &&
-                   gs[i].value("numel", size_t(-1)) == groups_[i].numel,
-               "optimizer state.groups[", i, "]: layout (offset/numel) differs from the model's group '",
-               groups_[i].name, "'");
-  }
-  const auto& st = j["steps"];
-  OLMO_CHECK(st.is_array() && st.size() == groups_.size(), "optimizer state.steps: expected ",
-             groups_.size(), " entries");
-  for (size_t i = 0; i < groups_.size(); ++i) {
-    OLMO_CHECK(st[i].is_number(), "optimizer state.steps[", i, "]: not a number");
-    steps_[i] = st[i].get<float>();
-  }
+  state_from_json([this](StateVisitor& v) { visit_state(v); }, {{"optim", j}});
+}
+
+void AdamW::visit_state(StateVisitor& v) {
+  StateVisitor::Section s(v, "optim");
+  v.check("numel", numel_, {"optim"});
+  v.check("groups", groups_json(groups_), {"optim", {"offset", "numel"}});  // the layout must agree
+  v.field("steps", steps_, {"optim"});
+  OLMO_CHECK(steps_.size() == groups_.size(), "optimizer state.steps: expected ", groups_.size(),
+             " entries, got ", steps_.size());
+  v.info("beta1", cfg_.beta1);  // (a phase start may change betas, eps, weight decay on purpose)
+  v.info("beta2", cfg_.beta2);
+  v.info("eps", cfg_.eps);
+  v.flat("optim.exp_avg/", m_.data(), lo_, hi_);
+  v.flat("optim.exp_avg_sq/", v_.data(), lo_, hi_);
 }
 
 }  // namespace olmo::optim

@@ -28,6 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/state_visitor.h"
+
 namespace olmo::optim {
 
 // A contiguous range [offset, offset+numel) of the flat parameter buffer with its weight decay.
@@ -81,6 +83,10 @@ class AdamW {
   // field) and restores the step counts; moments are restored through exp_avg()/exp_avg_sq().
   nlohmann::json state_json() const;
   void load_state_json(const nlohmann::json& j);
+  // The optimizer's checkpoint part (core/state_visitor.h), section "optim": every field declared
+  // once, saved / loaded / fingerprinted (group "optim": numel, steps, group layout) alike; both
+  // moments as the tensors "optim.exp_avg/<name>", "optim.exp_avg_sq/<name>" (this shard).
+  void visit_state(StateVisitor& v);
 
  private:
   size_t numel_, lo_ = 0, hi_ = 0;

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/state_visitor.h"
+
 namespace olmo::optim {
 
 class SkipStep {
@@ -41,6 +43,13 @@ class SkipStep {
   // stored exactly (JSON doubles hold every fp32). load_state throws olmo::Error on a bad field.
   nlohmann::json state_json() const;
   void load_state_json(const nlohmann::json& j);
+  // Checkpoint section "skip_step" (core/state_visitor.h); fingerprint group "skip_step": the
+  // window length and both windows.
+  void visit_state(StateVisitor& v) {
+    visit_json_state(v, "skip_step", {"skip_step", {"rolling_interval_length", "losses", "grad_norms"}},
+                     [this] { return state_json(); },
+                     [this](const nlohmann::json& j) { load_state_json(j); });
+  }
 
  private:
   int len_;

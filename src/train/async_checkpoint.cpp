@@ -10,18 +10,6 @@
 
 namespace olmo::train {
 
-size_t CkptPiece::numel() const {
-  size_t n = 1;
-  for (int64_t d : local_shape) n *= size_t(d);
-  return n;
-}
-
-void write_pieces(ckpt::CheckpointWriter& w, const std::vector<CkptPiece>& pieces, bool rank0) {
-  for (const CkptPiece& p : pieces) w.add_tensor(p.name, p.data, p.shape, p.offset, p.local_shape);
-  if (rank0) w.sync_data();
-  else w.close_shard();
-}
-
 CheckpointStager::~CheckpointStager() {
   if (reserve_.joinable()) reserve_.join();
   if (thread_.joinable()) thread_.join();
@@ -73,7 +61,7 @@ double CheckpointStager::start(ckpt::CheckpointWriter& w, const std::vector<Ckpt
   thread_ = std::thread([this, &w, rank0] {
     const double t1 = now_seconds();
     try {
-      write_pieces(w, staged_, rank0);
+      ckpt::write_pieces(w, staged_, rank0);
     } catch (const std::exception& e) {
       error_ = e.what();
       if (error_.empty()) error_ = "checkpoint write failed";

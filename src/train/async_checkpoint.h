@@ -21,24 +21,13 @@
 
 #include <nlohmann/json.hpp>
 
-namespace olmo::ckpt {
-class CheckpointWriter;
-}
+#include "ckpt/state_io.h"
 
 namespace olmo::train {
 
-// One f32 tensor piece of this rank's part of a checkpoint (CheckpointWriter::add_tensor's
-// arguments): `data` points at local_shape's elements, row-major.
-struct CkptPiece {
-  std::string name;
-  const float* data = nullptr;
-  std::vector<int64_t> shape, offset, local_shape;
-  size_t numel() const;
-};
-
-// Writes the pieces into w in order (the synchronous path, and the thread's work), then makes
-// this rank's data durable: sync_data() on rank 0, close_shard() on the others.
-void write_pieces(ckpt::CheckpointWriter& w, const std::vector<CkptPiece>& pieces, bool rank0);
+// One f32 tensor piece of this rank's part of a checkpoint (ckpt/state_io.h), written by
+// ckpt::write_pieces (the synchronous path, and the thread's work).
+using CkptPiece = ckpt::TensorPiece;
 
 // The staging buffer and the writer thread of this rank.
 class CheckpointStager {
@@ -82,8 +71,7 @@ struct PendingCheckpoint {
   std::unique_ptr<ckpt::CheckpointWriter> writer;
   int64_t step = 0;
   bool async = false;
-  nlohmann::json sections;   // rank 0: [[key, value], ...] captured at the step boundary
-  nlohmann::json state_fp;   // the fingerprint's "state" part at the step boundary
+  ckpt::StateSnapshot snap;  // sections, pieces, state fingerprints at the step boundary
   double t0 = 0;             // when the save started
   double snapshot_s = 0;     // main thread: writer setup + copy (async) or the whole write (sync)
   double copy_s = 0;         // of which the staging copy

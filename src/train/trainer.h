@@ -39,6 +39,9 @@
 #include "train/callback.h"
 #include "train/config.h"
 
+namespace olmo {
+class StateVisitor;
+}
 namespace olmo::ckpt {
 class CheckpointReader;
 class CheckpointWriter;
@@ -67,6 +70,7 @@ struct PendingCheckpoint;
 class Progress;
 class TrainModule;
 struct TrainerParts;
+struct TrainerPosition;
 
 // How the starting state was obtained.
 enum class StartKind { fresh, hf_init, phase, resume };
@@ -163,16 +167,20 @@ class Trainer {
   void restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
                bool resume);
   void measure_peak();
-  void read_shard(const ckpt::CheckpointReader& r, const std::string& prefix, float* base);
-  void read_moments(const ckpt::CheckpointReader& r);
-  // Collective: layout-independent fingerprints of the state (trainer_state.cpp); state_part:
-  // the non-tensor part computed at the save's step boundary (else from the state now).
-  nlohmann::json state_fingerprint(const ckpt::CheckpointWriter* w = nullptr,
-                                   const nlohmann::json* state_part = nullptr);
-  nlohmann::json state_part_fingerprint() const;
+  // Which parts a load restores (a save and a fingerprint visit every part).
+  struct StateParts {
+    bool weights = true, optim = true, trainer = true;
+    bool resume = false, data_changed = false;
+    std::string dir;  // the checkpoint loaded (messages)
+  };
+  // The run's whole checkpointed state, each object's part through its visit_state
+  // (core/state_visitor.h, trainer_state.cpp).
+  void visit_state(StateVisitor& v, const StateParts& parts);
+  // Collective: layout-independent fingerprints of the state in memory (trainer_state.cpp).
+  nlohmann::json state_fingerprint();
   void verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
                      bool resume);
-  nlohmann::json trainer_section() const;
+  TrainerPosition position() const;
   nlohmann::json recipe() const;  // the checkpoint's "recipe" section (train/recipe_check.h)
   void on_nonfinite(const StepResult& r);
   void stop_on_nonfinite_streak();

@@ -1,5 +1,7 @@
-// Complete training state <-> checkpoint directory (see trainer.h).
-// Checkpoint content (src/ckpt format):
+// Complete training state <-> checkpoint directory (see trainer.h). Every part is saved, loaded
+// and fingerprinted by its owner's visit_state (core/state_visitor.h) through ckpt/state_io.h,
+// the one path also used by the importers (train/olmo_core_migrate.h); Trainer::visit_state
+// lists the parts. Checkpoint content (src/ckpt format):
 //   tensors  "<hf name>"                      fp32 weights, HF shapes (rank 0 writes them;
 //                                             dist.zero_stage 3: the shards' pieces, as below)
 //            "optim.exp_avg/<hf name>"        AdamW first moment, in the pieces each rank's
@@ -7,11 +9,11 @@
 //                                             any other world size reads its own pieces back
 //   json     "model"      the model configuration, every field of model/config_fields.h
 //            "fingerprint" layout-independent fingerprints of every tensor and of the trainer,
-//                         schedule, loader, skip-step and optimizer state
-//                         (Trainer::state_fingerprint);
+//                         schedule, loader, skip-step and optimizer state groups, with the
+//                         fields each group holds (ckpt/state_io.h);
 //                         every load recomputes them from memory and refuses a mismatch
 //            "trainer"    {step, tokens_seen, total_steps, t_max, lr0, lr, scheduler{...}}
-//            "optim"      AdamW groups and fp32 step counts (AdamW::state_json)
+//            "optim"      AdamW groups and fp32 step counts (AdamW::visit_state)
 //            "skip_step"  the rolling loss / grad-norm window
 //            "loader"     OLMo-core data-loader state (seed, epoch, batches/tokens processed,
 //                         dataset fingerprint)
@@ -22,6 +24,7 @@
 //            "recipe"     the value of every field that changes the trajectory
 //                         (train/recipe_check.h); a resume refuses a change unless allowed
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -29,109 +32,121 @@
 
 #include "audit/ledger.h"
 #include "ckpt/checkpoint.h"
-#include "ckpt/fingerprint.h"
-#include "ckpt/flat_range.h"
+#include "ckpt/state_io.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
 #include "core/timer.h"
 #include "distributed/fixed_point.h"
-#include "model/config_json.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
 #include "train/async_checkpoint.h"
-#include "train/checkpoint_verify.h"
 #include "train/progress.h"
 #include "train/recipe_check.h"
 #include "train/train_module.h"
+#include "train/train_state.h"
 #include "train/trainer.h"
 
 using nlohmann::json;
 
 namespace olmo::train {
 
-// The architecture fields that must agree to load weights (max_seq_len and YaRN may differ on a
-// phase start: stage 3 extends the context). A resume continues the same model: every
-// architecture field of the description must agree (precision may differ: the checkpoint holds
-// fp32 master weights under either).
-static void check_same_model(const model::ModelConfig& want, const json& have,
-                             const std::string& dir, bool resume) {
-  const json w = model::model_config_to_json(want);
-  std::vector<std::string> keys = {"d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim",
-                                   "ffn_hidden", "vocab_size"};
-  if (resume)
-    for (const std::string& k : model::model_config_field_names())
-      if (k != "name" && k != "precision" &&
-          std::find(keys.begin(), keys.end(), k) == keys.end())
-        keys.push_back(k);
-  for (const std::string& k : keys)
-    OLMO_CHECK(have.contains(k) && have[k] == w[k], dir, ": checkpoint model field '", k, "' is ",
-               have.contains(k) ? have[k].dump() : "missing", " but this config has ", w[k].dump(),
-               resume ? " (a resume must continue the same model)" : "");
-}
-
-// Layout-independent fingerprints (ckpt/fingerprint.h) of everything that determines the next
-// update: every global tensor (weights, both AdamW moments) and the trainer, schedule, loader,
-// skip-step and optimizer state. Collective: every rank contributes partial sums, one integer
-// all-reduce adds them, so the value does not depend on the world size or shard layout. At a
-// save (w given) the partial sums are the ones the writer computed while writing this rank's
-// pieces (rank 0 wrote the weights), no extra pass over memory; after a load (w null) every rank
-// fingerprints the elements of its ZeRO shard [lo, hi) of the flat buffer, weights included
-// (one pass over 3 x P / W floats per rank).
-json Trainer::state_fingerprint(const ckpt::CheckpointWriter* w, const json* state_part) {
-  const auto& infos = model_->params_info();
-  std::vector<dist::i128> part(3 * infos.size(), 0);
-  const char* prefix[3] = {"", "optim.exp_avg/", "optim.exp_avg_sq/"};
-  if (w) {  // computed by the writer while it wrote this rank's pieces (no extra pass)
-    for (size_t t = 0; t < infos.size(); ++t)
-      for (int k = 0; k < 3; ++k) {
-        auto it = w->fingerprints().find(prefix[k] + infos[t].name);
-        if (it != w->fingerprints().end()) part[3 * t + k] = dist::i128(it->second);
-      }
-  } else {
+// Every part of the run's state, in checkpoint order. A load restores only the parts asked for.
+void Trainer::visit_state(StateVisitor& v, const StateParts& parts) {
+  const bool load = v.loading();
+  visit_model_section(v, model_->config(), parts.resume, parts.dir);
+  if (!load || parts.weights) {
     const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
-    // The weights of [lo, hi): the model's full buffer, or (ZeRO-3) the shard itself.
-    const float* shard = module_->param_shard();
-    const float* p = shard ? nullptr : model_->params();
-    for (size_t t = 0; t < infos.size(); ++t) {
-      const auto& info = infos[t];
-      const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
-      if (a >= b) continue;
-      const size_t n = b - a, begin = a - info.offset;
-      part[3 * t + 0] =
-          dist::i128(ckpt::fingerprint_partial(shard ? shard + (a - lo) : p + a, n, begin));
-      part[3 * t + 1] = dist::i128(ckpt::fingerprint_partial(module_->optimizer().exp_avg() + (a - lo), n, begin));
-      part[3 * t + 2] =
-          dist::i128(ckpt::fingerprint_partial(module_->optimizer().exp_avg_sq() + (a - lo), n, begin));
-    }
+    // ZeRO-3: no rank holds the weights whole, every rank its shard's pieces (as the moments);
+    // otherwise rank 0 saves them whole and every rank loads them whole.
+    if (float* shard = module_->param_shard()) v.flat("", shard, lo, hi);
+    else v.flat_replicated("", model_->params());
   }
-  comm_->allreduce(part.data(), part.size(), dist::Type::i128, dist::Op::sum);
-  json tensors = json::object();
-  for (size_t t = 0; t < infos.size(); ++t)
-    for (int k = 0; k < 3; ++k)  // the sum mod 2^64
-      tensors[prefix[k] + infos[t].name] = hex64(uint64_t(part[3 * t + k]));
-  return json{{"version", 1}, {"tensors", tensors},
-              {"state", state_part ? *state_part : state_part_fingerprint()}};
+  if (!load || parts.optim) module_->optimizer().visit_state(v);
+  if (load && !parts.trainer) return;
+  TrainerPosition pos = position();
+  pos.visit_state(v);
+  step_ = pos.step;
+  tokens_seen_ = pos.tokens_seen;
+  // An allowed change of a data.* field continues at the loader's position over this run's
+  // dataset (its fingerprint, which such a change alters, is then not compared).
+  loader_->visit_state(v, parts.data_changed);
+  module_->skip_step().visit_state(v);
+  // The exact reduction's scales for the next step (distributed/scaled_fixed.h): part of what
+  // decides the next update's bits (a checkpoint without them: the next step measures them).
+  module_->data_parallel().visit_state(v);
+  {  // every RNG of the run: the init seed and the data order's (restored by the loader)
+    StateVisitor::Section s(v, "rng");
+    v.info("init_seed", cfg_.trainer.init_seed);
+    v.info("data_seed", loader_->seed());
+    v.info("data_epoch", loader_->epoch());
+  }
+  // (the callbacks' state, the config and the recipe enter no fingerprint)
+  if (v.mode() == StateVisitor::Mode::fingerprint) return;
+  if (!load && rank_ != 0) return;  // (rank 0 writes the sections)
+  if (!load || v.has_section("callbacks")) {
+    StateVisitor::Section s(v, "callbacks");
+    json cbs = json::object();
+    if (!load)
+      for (auto& cb : callbacks_) {
+        json st = cb->save();
+        if (!st.is_null()) cbs[cb->name()] = st;
+      }
+    v.whole(cbs, {});
+    if (load) callback_state_ = std::make_unique<json>(cbs);
+  }
+  if (load) return;  // the config and the recipe are read by the recipe check, before the load
+  {
+    StateVisitor::Section s(v, "config");
+    json y = to_yaml(cfg_);
+    v.whole(y, {});
+  }
+  StateVisitor::Section s(v, "recipe");
+  json rj = recipe();
+  v.whole(rj, {});
 }
 
-// The non-tensor part of the fingerprint: trainer, schedule, loader, skip-step, optimizer state.
-json Trainer::state_part_fingerprint() const {
-  return state_section_fingerprints(trainer_section(), loader_->state(),
-                                    module_->skip_step().state_json(), module_->optimizer().state_json());
+// Sums this rank's partial tensor fingerprints over the ranks (mod 2^64): one integer
+// all-reduce, so the value does not depend on the world size or shard layout. Every rank holds
+// the same names (ckpt/state_io.h).
+static std::map<std::string, uint64_t> sum_over_ranks(dist::Communicator& comm,
+                                                      const std::map<std::string, uint64_t>& part) {
+  std::vector<dist::i128> v;
+  for (const auto& [name, f] : part) v.push_back(dist::i128(f));
+  comm.allreduce(v.data(), v.size(), dist::Type::i128, dist::Op::sum);
+  std::map<std::string, uint64_t> out;
+  size_t i = 0;
+  for (const auto& [name, f] : part) out[name] = uint64_t(v[i++]);
+  return out;
+}
+
+// Layout-independent fingerprints (ckpt/fingerprint.h) of the state in memory: every global
+// tensor (weights, both AdamW moments) and every fingerprint group. Collective: after a load
+// every rank fingerprints the elements of its ZeRO shard [lo, hi) of the flat buffer, weights
+// included (one pass over 3 x P / W floats per rank).
+json Trainer::state_fingerprint() {
+  const ckpt::StateFingerprint f = ckpt::fingerprint_state(
+      [&](StateVisitor& v) { visit_state(v, {}); }, train::param_layout(*model_), rank_,
+      module_->optimizer().shard_begin(), module_->optimizer().shard_end());
+  json tensors = json::object();
+  for (const auto& [name, sum] : sum_over_ranks(*comm_, f.tensor_partials)) tensors[name] = hex64(sum);
+  return json{{"version", 1}, {"tensors", tensors}, {"state", f.state}};
 }
 
 // The checkpoint's "trainer" section: position, and the schedule that gives every later LR.
-json Trainer::trainer_section() const {
-  return json{{"step", step_},
-              {"tokens_seen", tokens_seen_},
-              {"total_steps", total_steps_},
-              {"t_max", t_max_},
-              {"lr0", cfg_.optim.lr},
-              {"lr", step_ > 0 ? lr_at(step_) : 0.0},
-              {"world", world_},
-              {"dist_reduce", choice_name(cfg_.dist.reduce)},
-              {"scheduler", optim::schedule_config_to_json(module_->schedule().config())}};
+TrainerPosition Trainer::position() const {
+  TrainerPosition p;
+  p.step = step_;
+  p.tokens_seen = tokens_seen_;
+  p.total_steps = total_steps_;
+  p.t_max = t_max_;
+  p.lr0 = cfg_.optim.lr;
+  p.lr = step_ > 0 ? lr_at(step_) : 0.0;
+  p.world = world_;
+  p.dist_reduce = choice_name(cfg_.dist.reduce);
+  p.scheduler = optim::schedule_config_to_json(module_->schedule().config());
+  return p;
 }
 
 // After a load: the fingerprint of the state now in memory must equal the one recorded at save
@@ -148,7 +163,7 @@ void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, b
   const json& want = r.json("fingerprint");
   const json have = state_fingerprint();
   OLMO_CHECK(want.value("version", 0) == 1 && want.contains("tensors") && want.contains("state"),
-             r.dir(), "/state.json: malformed fingerprint section");
+             r.sections_file(), ": malformed fingerprint section");
   for (auto it = have["tensors"].begin(); it != have["tensors"].end(); ++it) {
     const bool moment = it.key().rfind("optim.", 0) == 0;
     if (moment && !optim_state) continue;
@@ -167,7 +182,8 @@ void Trainer::verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, b
   // check allowed; without one (an older checkpoint) the schedule fields must be allowed here.
   if (resume && want["state"].value("schedule", "") != have["state"]["schedule"]) {
     const json& t = r.json("trainer");
-    const json now = trainer_section();
+    TrainerPosition pos = position();
+    const json now = state_to_json([&](StateVisitor& v) { pos.visit_state(v); }).at("trainer");
     std::string what;
     for (const char* k : {"t_max", "lr0", "scheduler"})
       if (!t.contains(k) || t[k] != now[k])
@@ -239,52 +255,12 @@ std::string Trainer::save_checkpoint(bool wait) {
   if (rank_ == 0) p->writer = std::make_unique<ckpt::CheckpointWriter>(cfg_.trainer.run_dir, step_, 0, world_);
   comm_->barrier();  // stepN-tmp exists
   if (rank_ > 0) p->writer = std::make_unique<ckpt::CheckpointWriter>(cfg_.trainer.run_dir, step_, rank_, world_);
-  // Weights: rank 0 writes them whole, or (ZeRO-3: no rank holds them whole) every rank the
-  // pieces of its shard, as the moments; a reader assembles either.
-  std::vector<CkptPiece> pieces;
-  const float* shard = module_->param_shard();
-  if (rank_ == 0 && !shard)
-    for (auto& info : model_->params_info())
-      pieces.push_back({info.name, model_->params() + info.offset, info.shape, {}, {}});
-  const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
-  for (auto& info : model_->params_info()) {
-    const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
-    if (a >= b) continue;
-    for (const ckpt::FlatBlock& blk : ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset)) {
-      const size_t at = info.offset + blk.flat_begin - lo;
-      if (shard) pieces.push_back({info.name, shard + at, info.shape, blk.offset, blk.local_shape});
-      pieces.push_back({"optim.exp_avg/" + info.name, module_->optimizer().exp_avg() + at, info.shape,
-                        blk.offset, blk.local_shape});
-      pieces.push_back({"optim.exp_avg_sq/" + info.name, module_->optimizer().exp_avg_sq() + at,
-                        info.shape, blk.offset, blk.local_shape});
-    }
-  }
-  for (CkptPiece& pc : pieces)
-    if (pc.local_shape.empty()) pc.local_shape = pc.shape, pc.offset.assign(pc.shape.size(), 0);
-  // The JSON state of this step boundary (rank 0 writes it at the commit).
-  if (rank_ == 0) {
-    auto add = [&](const char* k, json v) { p->sections.push_back(json::array({k, std::move(v)})); };
-    add("model", model::model_config_to_json(model_->config()));
-    add("trainer", trainer_section());
-    add("optim", module_->optimizer().state_json());
-    add("skip_step", module_->skip_step().state_json());
-    // The exact reduction's scales for the next step (distributed/scaled_fixed.h): part of
-    // what decides the next update's bits.
-    add("reduce", module_->data_parallel().state_json());
-    add("loader", loader_->state());
-    add("rng", json{{"init_seed", cfg_.trainer.init_seed},
-                    {"data_seed", loader_->seed()},
-                    {"data_epoch", loader_->epoch()}});
-    json cbs = json::object();
-    for (auto& cb : callbacks_) {
-      json st = cb->save();
-      if (!st.is_null()) cbs[cb->name()] = st;
-    }
-    add("callbacks", cbs);
-    add("config", to_yaml(cfg_));
-    add("recipe", recipe());
-  }
-  p->state_fp = state_part_fingerprint();
+  // Everything the checkpoint holds, taken at this step boundary: this rank's tensor pieces
+  // (pointers into the state), the JSON sections (rank 0 writes them at the commit) and the
+  // fingerprint groups.
+  p->snap = ckpt::snapshot_state([&](StateVisitor& v) { visit_state(v, {}); },
+                                 train::param_layout(*model_), rank_);
+  const std::vector<CkptPiece>& pieces = p->snap.pieces;
   p->async = cfg_.trainer.async_checkpoint && !wait && !finishing_;
   if (p->async) {
     if (!stager_) stager_ = std::make_shared<CheckpointStager>();
@@ -294,7 +270,7 @@ std::string Trainer::save_checkpoint(bool wait) {
     // with the write under way on the writer thread).
     for (auto& cb : callbacks_) cb->on_checkpoint_written(*this);
   } else {
-    write_pieces(*p->writer, pieces, rank_ == 0);
+    ckpt::write_pieces(*p->writer, pieces, rank_ == 0);
   }
   p->snapshot_s = now_seconds() - p->t0;
   pending_ = std::move(p);
@@ -336,8 +312,15 @@ std::string Trainer::finish_checkpoint() {
                                   : err);
   if (!p->async)  // (asynchronous: called at the save's own step, after the staging copy)
     for (auto& cb : callbacks_) cb->on_checkpoint_written(*this);
+  // The tensor fingerprints: the partial sums the writer computed while it wrote this rank's
+  // pieces (no extra pass over memory), summed over the ranks.
   const double tf = now_seconds();
-  const json fingerprint = state_fingerprint(p->writer.get(), &p->state_fp);  // collective
+  std::map<std::string, uint64_t> part;
+  for (const std::string& n : p->snap.tensor_names) {
+    auto it = p->writer->fingerprints().find(n);
+    part[n] = it == p->writer->fingerprints().end() ? 0 : it->second;
+  }
+  const std::map<std::string, uint64_t> sums = sum_over_ranks(*comm_, part);  // collective
   // Wall-time share: the collective part, the fingerprinting done inline while writing and the
   // waits for the helper thread; CPU time: everything the fingerprint computed.
   const ckpt::CheckpointWriter::FingerprintTime& ft = p->writer->fingerprint_time();
@@ -345,11 +328,7 @@ std::string Trainer::finish_checkpoint() {
   comm_->barrier();  // every shard durable (each rank's thread fsynced its data before joining)
   std::string dir;
   if (rank_ == 0) {
-    for (const json& kv : p->sections) {
-      p->writer->add_json(kv[0].get<std::string>(), kv[1]);
-      if (kv[0] == "model") p->writer->add_json("fingerprint", fingerprint);
-    }
-    dir = p->writer->commit();
+    dir = ckpt::commit_state(*p->writer, p->snap, sums);
     ckpt::keep_last(cfg_.trainer.run_dir, int(cfg_.trainer.keep_last), p->step);
   }
   comm_->barrier();  // committed: no rank runs ahead of the rename
@@ -372,28 +351,6 @@ std::string Trainer::finish_checkpoint() {
   return dir;
 }
 
-// This rank's shard [lo, hi) of the flat tensors "<prefix><hf name>" into base[hi - lo], from
-// whatever pieces the writer's world size produced.
-void Trainer::read_shard(const ckpt::CheckpointReader& r, const std::string& prefix, float* base) {
-  const size_t lo = module_->optimizer().shard_begin(), hi = module_->optimizer().shard_end();
-  for (auto& info : model_->params_info()) {
-    const size_t a = std::max(lo, info.offset), b = std::min(hi, info.offset + info.numel);
-    if (a >= b) continue;
-    const std::string name = prefix + info.name;
-    OLMO_CHECK(r.has_tensor(name) && r.shape(name) == info.shape, r.dir(), ": tensor '", name,
-               "' missing or of another shape");
-    for (const ckpt::FlatBlock& blk :
-         ckpt::flat_range_blocks(info.shape, a - info.offset, b - info.offset))
-      r.read_slice(name, ckpt::DType::f32, base + (info.offset + blk.flat_begin - lo),
-                   blk.offset, blk.local_shape);
-  }
-}
-
-void Trainer::read_moments(const ckpt::CheckpointReader& r) {
-  read_shard(r, "optim.exp_avg/", module_->optimizer().exp_avg());
-  read_shard(r, "optim.exp_avg_sq/", module_->optimizer().exp_avg_sq());
-}
-
 // The recipe of this run (recipe_check.h), with the precision the model computes in.
 json Trainer::recipe() const {
   return recipe_json(cfg_, model::precision_name(model_->config().precision));
@@ -408,35 +365,16 @@ void Trainer::restore(const std::string& dir, bool weights, bool optim_state, bo
   // olmo.cpp has no recipe section: only the model and the schedule are compared.
   std::vector<RecipeChange> changes;
   if (resume && r.has_json("recipe")) changes = check_recipe(r.json("recipe"), recipe(), cfg_, dir);
-  check_same_model(model_->config(), r.json("model"), dir, resume);
-  if (weights) {
-    if (float* shard = module_->param_shard()) {  // ZeRO-3: this rank's pieces only
-      read_shard(r, "", shard);
-    } else {
-      float* p = model_->params();
-      for (auto& info : model_->params_info()) r.read_tensor(info.name, p + info.offset, info.shape);
-    }
-  }
-  if (optim_state) {
-    read_moments(r);
-    module_->optimizer().load_state_json(r.json("optim"));
-  }
-  if (trainer_state) {
-    const json& t = r.json("trainer");
-    step_ = t.at("step").get<int64_t>();
-    tokens_seen_ = t.at("tokens_seen").get<int64_t>();
-    // An allowed change of a data.* field continues at the loader's position over this run's
-    // dataset (its fingerprint, which such a change alters, is then not compared).
-    const bool data_changed =
-        std::any_of(changes.begin(), changes.end(),
-                    [](const RecipeChange& ch) { return ch.key.rfind("data.", 0) == 0; });
-    loader_->load_state(r.json("loader"), data_changed);
-    module_->skip_step().load_state_json(r.json("skip_step"));
-    // The exact reduction's scales (a checkpoint without them: the next step measures them).
-    if (r.has_json("reduce"))
-      module_->data_parallel().load_state_json(r.json("reduce"), r.dir() + "/state.json");
-    if (r.has_json("callbacks")) callback_state_ = std::make_unique<json>(r.json("callbacks"));
-  }
+  StateParts parts;
+  parts.weights = weights;
+  parts.optim = optim_state;
+  parts.trainer = trainer_state;
+  parts.resume = resume;
+  parts.dir = dir;
+  parts.data_changed =
+      std::any_of(changes.begin(), changes.end(),
+                  [](const RecipeChange& ch) { return ch.key.rfind("data.", 0) == 0; });
+  ckpt::load_state(r, [&](StateVisitor& v) { visit_state(v, parts); }, train::param_layout(*model_));
   if (!changes.empty()) {
     json list = json::array();
     for (const RecipeChange& ch : changes)
