@@ -20,15 +20,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
-import dist_util as du  # noqa: E402
+import dist_util as du
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import tiny_data as td
 
-BIN = os.environ.get("OLMO_BIN", "build/olmo")
-fails = []
+BIN = ot.bin_path()
 
 # Hand-worked case (tests/model/flops_test.cpp): D 64, 2 layers, 4 heads of 16, 2 kv heads,
 # ffn 128, vocab 300: P = 112,640; seq 32 x micro-batch 3.
@@ -68,18 +68,9 @@ DRY = dict(weights=855808, grads=855808, moments=855808, grad_shard=427904,
            accumulator=855808, activations=2097664, total=5948800, sent_per_step=1283712)
 
 
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        fails.append(msg)
-    return cond
-
-
 def olmo(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise AssertionError(f"olmo {' '.join(args)}: rc {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p.stdout
+    """build/olmo's stdout (exit 0 asserted)."""
+    return ot.olmo(*args).stdout
 
 
 def plan_cli(tmp):
@@ -203,10 +194,7 @@ def main():
         plan_cli(tmp)
         held_by_ranks(tmp, d)
         lock_job_level(tmp, d)
-    if fails:
-        print(f"{len(fails)} failures")
-        sys.exit(1)
-    print("dist claims_test: OK")
+    finish("dist claims_test")
 
 
 if __name__ == "__main__":

@@ -9,18 +9,10 @@ import time
 
 import numpy as np
 
-from olmo_test import tiny_data as td
 import olmo_test as ot
+from olmo_test import tiny_data as td
 
 MPIRUN = os.environ.get("OLMO_MPIRUN", "mpirun")
-FAILS = []  # messages of failed check() calls
-
-
-def check(cond, msg):
-    """Records (FAILS) and prints a failed check; the test goes on."""
-    if not cond:
-        FAILS.append(msg)
-        print("FAIL:", msg)
 
 
 def base_overrides(data, run, steps=6, extra=()):
@@ -31,7 +23,7 @@ def base_overrides(data, run, steps=6, extra=()):
 
 
 def train(np_, overrides, env=None, check=True, timeout=300):
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     cmd = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(np_), exe, "train",
            td.tiny_config(), *overrides]
     e = dict(os.environ)

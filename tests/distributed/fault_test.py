@@ -15,20 +15,13 @@
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
-import dist_util as du  # noqa: E402
+import dist_util as du
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import tiny_data as td
-
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
 
 
 def complete_steps(run):
@@ -103,7 +96,7 @@ def main():
 
     # 3. lock: a second job on a run dir held by a running one is refused
     c = os.path.join(tmp, "locked")
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     first = subprocess.Popen([du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2",
                               exe, "train", td.tiny_config(),
                               *du.base_overrides(data, c, steps=100000)],
@@ -126,8 +119,7 @@ def main():
             first.wait()
 
     shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(fails)} checks failed" if fails else "all checks passed")
-    sys.exit(1 if fails else 0)
+    finish("dist faults")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ import os
 import random
 import shutil
 import signal
-import sys
 import tempfile
 import time
 
-import launch_util as lu  # noqa: E402
+import launch_util as lu
 import olmo_test as ot
+from olmo_test import fail, finish
 from olmo_test import tiny_data as td
 
 STEPS, EVENTS = 36, 10
@@ -38,7 +38,6 @@ def main():
     seed = int(os.environ.get("OLMO_LAUNCH_SEED", "21"))
     rng = random.Random(seed)
     tmp = tempfile.mkdtemp(prefix="olmo_launch_campaign_")
-    fails = []
     try:
         data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * (STEPS + 2))
         ref = os.path.join(tmp, "ref")
@@ -106,18 +105,19 @@ def main():
         wall = time.time() - t0
         out = open(os.path.join(tmp, "launch.log")).read()
         if proc.returncode != 0:
-            fails.append(f"launcher exit {proc.returncode}:\n{out[-3000:]}")
+            fail(f"launcher exit {proc.returncode}:\n{out[-3000:]}")
         worlds = [e["world"] for e in lu.events(run, "launch")]
         # A kill that keeps the size is a restart on the same size (no resize event).
         if worlds != want_worlds:
-            fails.append(f"world sizes launched {worlds}, planned {want_worlds}")
+            fail(f"world sizes launched {worlds}, planned {want_worlds}")
         nfail = len(lu.events(run, "failure"))
         if nfail != kills:
-            fails.append(f"{nfail} failures logged for {kills} kills")
+            fail(f"{nfail} failures logged for {kills} kills")
         for e in lu.events(run, "resize"):
             if e["reason"] == "slots changed" and e["step"] % 2:
-                fails.append(f"a slot resize not at a checkpoint boundary: {e}")
-        fails += lu.compare_with_reference(run, ref, STEPS)
+                fail(f"a slot resize not at a checkpoint boundary: {e}")
+        for prob in lu.compare_with_reference(run, ref, STEPS):
+            fail(prob)
         lat = [e["restart_latency_s"] for e in lu.events(run, "running") if "restart_latency_s" in e]
         lost = [e["lost_steps"] for e in lu.events(run, "failure")]
         print(f"launched world sizes {worlds}; {kills} kills, "
@@ -126,12 +126,8 @@ def main():
               f"(reference run {ref_s:.1f} s)", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    for f in fails:
-        print("FAIL:", f)
-    if fails:
-        sys.exit(1)
-    print("final state bitwise equal to the never-resized run (every tensor, every state "
-          "section, every per-step record; olmo ckpt verify passes): PASS")
+    finish("launch campaign (final state bitwise equal to the never-resized run: every tensor, "
+           "every state section, every per-step record; olmo ckpt verify passes)")
 
 
 if __name__ == "__main__":

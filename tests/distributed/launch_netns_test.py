@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 
-import launch_util as lu  # noqa: E402
+import launch_util as lu
 import olmo_test as ot
+from olmo_test import skip
 from olmo_test import tiny_data as td
 
 STEPS = 60  # long enough that the host returns before the run ends, however fast steps are
@@ -191,14 +192,11 @@ def cut_network(hosts, agent, mpi, data, tmp, restart_s):
 
 def main():
     if os.geteuid() != 0:
-        print("SKIPPED: network namespaces cannot be created: not root")
-        sys.exit(77)
+        skip("network namespaces cannot be created: not root")
     probe = f"olmo_probe_{os.getpid()}"
     p = sh(IP, "netns", "add", probe, check=False)
     if p.returncode != 0:
-        print(f"SKIPPED: network namespaces cannot be created here (ip netns add: "
-              f"{p.stderr.strip()})")
-        sys.exit(77)
+        skip(f"network namespaces cannot be created here (ip netns add: {p.stderr.strip()})")
     sh(IP, "netns", "del", probe, check=False)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # cleanup runs on ctest's timeout
 

@@ -29,27 +29,20 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
-import dist_util as du  # noqa: E402
-import launch_util as lu  # noqa: E402
+import dist_util as du
+import launch_util as lu
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import tiny_data as td
 
-fails = []
 STALL_MARGIN = 3  # --stall-timeout = this x the longest restart measured in the same test
 
 
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg, flush=True)
-    return cond
-
-
 def launch(args, env=None, timeout=240):
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     e = dict(os.environ)
     e.pop("OMP_NUM_THREADS", None)
     e.update(env or {})
@@ -239,10 +232,7 @@ def main():
         print("data.processes pinned:", err.strip(), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failure(s)")
-        sys.exit(1)
-    print("launch bad input: PASS")
+    finish("launch bad input")
 
 
 if __name__ == "__main__":

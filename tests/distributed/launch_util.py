@@ -22,7 +22,7 @@ def overrides(data, run, steps, extra=()):
 def start(args, log, env=None):
     """`olmo launch ARGS` in the background, output to the file `log`; env: extra variables
     (e.g. OLMO_TEST_HOLD, passed on to every rank). Returns (Popen, the open log)."""
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     extra = env or {}
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
@@ -151,7 +151,7 @@ def compare_with_reference(run, ref, step):
     got, want = records(run), records(ref)
     if got != want:
         probs.append(f"per-step records differ (steps {[r[0] for r in got]})")
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     p = subprocess.run([exe, "ckpt", "verify", d], capture_output=True, text=True)
     if p.returncode != 0:
         probs.append(f"olmo ckpt verify {d} failed: {p.stdout}{p.stderr}")

@@ -25,17 +25,19 @@ import shutil
 import subprocess
 import tempfile
 
-import dist_util as du  # noqa: E402
-
+import dist_util as du
+import olmo_test as ot
+from olmo_test import FAILS, fail, finish
 from olmo_test import cpu_features as cf
 from olmo_test import tiny_data as td
+
 
 PROBE_BF16 = "OLMO_TEST_PRECISION_PROBE=bf16"
 
 
 def run_auto(tmp, data, name, envs, precision="auto"):
     """A 2-process model.precision=PRECISION job, rank r started under `env envs[r]`."""
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     run = os.path.join(tmp, name)
     ov = du.base_overrides(data, run, steps=3, extra=[f"model.precision={precision}"])
     cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root"]
@@ -54,7 +56,6 @@ def run_auto(tmp, data, name, envs, precision="auto"):
 def main():
     tmp = tempfile.mkdtemp(prefix="olmo_dist_precision_")
     data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 4)
-    fails = []
 
     # Cases 1 and 2 per bf16 path: (name, environment of every rank).
     paths = []
@@ -76,17 +77,17 @@ def main():
         rec = du.start_record(run)
         chose = "precision: auto -> bf16_mixed" in p.stderr
         if not chose:
-            fails.append(f"{path}: case not tested: rank 0 did not choose bf16_mixed:\n"
+            fail(f"{path}: case not tested: rank 0 did not choose bf16_mixed:\n"
                          + p.stderr[-2000:])
         if "auto -> fp32 on all 2 processes" not in p.stderr:
-            fails.append(f"{path}: no agreement message (auto -> fp32 on all 2 processes):\n"
+            fail(f"{path}: no agreement message (auto -> fp32 on all 2 processes):\n"
                          + p.stderr[-2000:])
         if rec.get("precision") != "fp32":
-            fails.append(f"{path} disagree: start record precision = {rec.get('precision')}, "
+            fail(f"{path} disagree: start record precision = {rec.get('precision')}, "
                          "want fp32")
         b = du.steps(run)
         if a != b:
-            fails.append(f"{path} disagree: losses differ from the fp32 run: {a} vs {b}")
+            fail(f"{path} disagree: losses differ from the fp32 run: {a} vs {b}")
         print(f"{path}: disagree: rank 0 chose bf16_mixed: {chose}; job precision "
               f"{rec.get('precision')}; steps bitwise equal to fp32: {a == b}")
 
@@ -94,16 +95,16 @@ def main():
         run, p = run_auto(tmp, data, f"agree_{path}", [bf16, bf16])
         rec = du.start_record(run)
         if rec.get("precision") != "bf16_mixed":
-            fails.append(f"{path} agree: start record precision = {rec.get('precision')}, want "
+            fail(f"{path} agree: start record precision = {rec.get('precision')}, want "
                          "bf16_mixed:\n" + p.stderr[-2000:])
         if "fp32 on all" in p.stderr:
-            fails.append(f"{path} agree: the job fell back to fp32:\n" + p.stderr[-2000:])
+            fail(f"{path} agree: the job fell back to fp32:\n" + p.stderr[-2000:])
         c = du.steps(run)
         rel = max(abs(c[s][0] - a[s][0]) / a[s][0] for s in a)
         if c == a or rel == 0:
-            fails.append(f"{path} agree: losses equal the fp32 run's bit for bit: bf16 did not run")
+            fail(f"{path} agree: losses equal the fp32 run's bit for bit: bf16 did not run")
         if rel > 1e-3:  # measured 7.8e-5 (native bf16, 3 steps), 5.3e-5 (emulated, OLMO_ISA=avx2)
-            fails.append(f"{path} agree: losses {rel:.2e} (relative) from the fp32 run's, want "
+            fail(f"{path} agree: losses {rel:.2e} (relative) from the fp32 run's, want "
                          "<= 1e-3")
         print(f"{path}: agree: job precision {rec.get('precision')}; max loss difference from "
               f"fp32 {rel:.2e} (relative)")
@@ -115,22 +116,19 @@ def main():
                           "bf16_mixed")
         mixed = du.steps(run)
         if both16 == both32:
-            fails.append("attention: bf16 and fp32 kernels gave equal losses: case not tested")
+            fail("attention: bf16 and fp32 kernels gave equal losses: case not tested")
         if "attention: fp32 kernels on all 2 processes" not in p.stderr:
-            fails.append("attention: no agreement message:\n" + p.stderr[-2000:])
+            fail("attention: no agreement message:\n" + p.stderr[-2000:])
         if mixed != both32:
-            fails.append(f"attention: disagreeing ranks' losses {mixed} differ from the fp32 "
+            fail(f"attention: disagreeing ranks' losses {mixed} differ from the fp32 "
                          f"kernels' {both32}")
         print(f"attention: disagreeing ranks run the fp32 kernels, bitwise: {mixed == both32}")
     else:
         cf.not_run("case 3, ranks disagreeing on the attention kernels (bf16 ones exist only "
                    "on native bf16)", cf.lacks_bf16())
-    if fails:
-        for f in fails:
-            print("FAIL:", f)
-        raise SystemExit(1)
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("ok")
+    if not FAILS:
+        shutil.rmtree(tmp, ignore_errors=True)  # kept for a look when a check failed
+    finish("dist precision")
 
 
 if __name__ == "__main__":

@@ -19,22 +19,15 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 
-import dist_util as du  # noqa: E402
+import dist_util as du
 import olmo_test as ot
+from olmo_test import FAILS, check, finish
 from olmo_test import tiny_data as td
 
 SIZES = (1, 2, 3, 4)
 STAGE = 2       # steps per stage (tree part)
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg, flush=True)
 
 
 def overrides(data, run, steps, stop):
@@ -75,7 +68,7 @@ def compare(label, run, ref, step):
 
 
 def verify(label, run, step):
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     p = subprocess.run([exe, "ckpt", "verify", os.path.join(run, f"step{step}")],
                        capture_output=True, text=True)
     check(p.returncode == 0, f"{label}: olmo ckpt verify failed: {p.stdout}{p.stderr}")
@@ -109,7 +102,7 @@ def main():
                     shutil.rmtree(src)
             level = nxt
         print(f"{len(level)} resize sequences of length 3 over world sizes {SIZES}: "
-              f"{'all' if not fails else 'NOT all'} bitwise equal to the never-resized run",
+              f"{'all' if not FAILS else 'NOT all'} bitwise equal to the never-resized run",
               flush=True)
         for seq, run in itertools.islice(level.items(), 0, None, 12):
             verify(" -> ".join(map(str, seq)), run, 3 * STAGE)
@@ -162,10 +155,7 @@ def main():
                   "checked", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if fails:
-        print(f"{len(fails)} failure(s)")
-        sys.exit(1)
-    print("resize: PASS")
+    finish("resize")
 
 
 if __name__ == "__main__":

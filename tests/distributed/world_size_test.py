@@ -18,21 +18,12 @@
 """
 import os
 import shutil
-import sys
 import tempfile
 
-import dist_util as du  # noqa: E402
-
+import dist_util as du
+from olmo_test import check, finish
 from olmo_test import cpu_features as cf
 from olmo_test import tiny_data as td
-
-fails = []
-
-
-def check(cond, msg):
-    if not cond:
-        fails.append(msg)
-        print("FAIL:", msg)
 
 
 def loss_rel(a, b):
@@ -205,8 +196,7 @@ def main():
           f"checkpoint of another model: expected a clear error: {om.stderr[-400:]}")
 
     shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(fails)} checks failed" if fails else "all checks passed")
-    sys.exit(1 if fails else 0)
+    finish("dist world_size")
 
 
 if __name__ == "__main__":

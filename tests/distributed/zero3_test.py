@@ -24,12 +24,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
-import dist_util as du  # noqa: E402
-from dist_util import check  # noqa: E402
-
+import dist_util as du
+import olmo_test as ot
+from olmo_test import check, finish
 from olmo_test import cpu_features as cf
 from olmo_test import tiny_data as td
 
@@ -45,7 +44,7 @@ def same(run, ref_run, what):
 
 def plan_bytes(overrides):
     """weights + grads of the per-process plan printed by `olmo train --dry-run`."""
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     p = subprocess.run([exe, "train", td.tiny_config(), *overrides, "--dry-run"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -57,7 +56,7 @@ def plan_bytes(overrides):
 def peak_rss(np_, overrides, out_dir):
     """Peak RSS in bytes of each rank, in rank order (/usr/bin/time around each rank, written
     to out_dir/rss.RANK)."""
-    exe = os.environ.get("OLMO_BIN", "build/olmo")
+    exe = ot.bin_path()
     os.makedirs(out_dir, exist_ok=True)
     wrap = ('exec /usr/bin/time -f %M -o "$0/rss.$OMPI_COMM_WORLD_RANK" "$@"')
     cmd = [du.MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(np_), "sh", "-c", wrap,
@@ -152,8 +151,7 @@ def main():
               f"{plan_saved / 2**20:.1f} MiB")
 
     shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{len(du.FAILS)} checks failed" if du.FAILS else "all checks passed")
-    sys.exit(1 if du.FAILS else 0)
+    finish("dist zero3")
 
 
 if __name__ == "__main__":
