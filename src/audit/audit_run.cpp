@@ -66,11 +66,19 @@ AuditReport audit_run(const AuditInputs& in) {
   }
   rep.first_step = L.records.front().step;
   rep.last_step = L.records.back().step;
+  ProgressOptions bar_opt;
+  bar_opt.mode = in.progress;
+  bar_opt.units = "steps";
   BatchAuditor aud(ds, in.global_batch, in.seed);
   std::set<int64_t> ledger_steps;
-  for (auto& r : L.records) {
-    for (auto& f : aud.observe(r, nullptr, 0)) F.push_back(f);
-    ledger_steps.insert(r.step);
+  {
+    ProgressBar bar(rep.records, "audit: order and rows", bar_opt);
+    int64_t n = 0;
+    for (auto& r : L.records) {
+      for (auto& f : aud.observe(r, nullptr, 0)) F.push_back(f);
+      ledger_steps.insert(r.step);
+      bar.update(++n);
+    }
   }
   for (auto& f : aud.finish()) F.push_back(f);
 
@@ -97,12 +105,17 @@ AuditReport audit_run(const AuditInputs& in) {
   if (in.distribution) {
     TokenHistogram served(V);
     std::vector<int32_t> row(size_t(ds.seq_len()));
-    for (auto& r : L.records)
+    ProgressBar bar(rep.records, "audit: served distribution", bar_opt);
+    int64_t n = 0;
+    for (auto& r : L.records) {
       for (uint32_t i : r.indices)
         if (int64_t(i) < ds.size()) {
           ds.read(i, row.data());
           served.add(row.data(), ds.label_length(i));  // real tokens: no packing padding
         }
+      bar.update(++n);
+    }
+    bar.finish();
     auto chk = compare_distribution(served, corpus, in.entropy_tol_bits, in.top_share_tol);
     if (!chk.ok()) F.push_back({"distribution", rep.last_step, "whole run: " + chk.describe()});
     rep.notes.push_back("served tokens: " + chk.describe());

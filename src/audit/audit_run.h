@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "audit/checks.h"
+#include "core/progress_bar.h"
 #include "data/instance_source.h"
 
 namespace olmo::audit {
@@ -33,6 +34,9 @@ struct AuditInputs {
   double entropy_tol_bits = 0, top_share_tol = 0, ngram_threshold = 0;  // audit.* of the config
   std::map<std::string, std::vector<std::string>> held_out;  // label -> token files
   bool distribution = true;  // the served-distribution check
+  // A bar on stderr over the ledger records of each pass (core/progress_bar.h): automatic draws
+  // it only when stderr is a terminal; stdout is never written.
+  ProgressMode progress = ProgressMode::automatic;
 };
 
 struct AuditReport {

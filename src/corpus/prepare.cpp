@@ -1,8 +1,6 @@
 // Deterministic parallel tokenization into OLMo token files (see prepare.h).
 #include "corpus/prepare.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +14,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
+#include "core/progress_bar.h"
 #include "core/timer.h"
 #include "corpus/jsonl.h"
 #include "corpus/token_file.h"
@@ -153,37 +152,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
 
 namespace {
 
-// Progress bar on stderr, drawn at most 5 times a second and only on a terminal.
-class Progress {
- public:
-  Progress(bool want, uint64_t total_bytes)
-      : on_(want && ::isatty(2)), total_(std::max<uint64_t>(total_bytes, 1)), t0_(now_seconds()) {}
-  void update(uint64_t bytes, uint64_t docs, uint64_t tokens, bool final = false) {
-    if (!on_) return;
-    double t = now_seconds();
-    if (!final && t - last_ < 0.2) return;
-    last_ = t;
-    double frac = std::min(1.0, double(bytes) / double(total_));
-    int w = 30, fill = int(frac * w);
-    std::string bar(fill, '#');
-    bar.resize(w, '.');
-    std::fprintf(stderr, "\r[%s] %5.1f%%  %llu docs  %.2fM tokens  %.2fM tok/s ", bar.c_str(),
-                 100 * frac, (unsigned long long)docs, tokens / 1e6,
-                 tokens / 1e6 / std::max(1e-9, t - t0_));
-    if (final) std::fputc('\n', stderr);
-    std::fflush(stderr);
-  }
-
- private:
-  bool on_;
-  uint64_t total_;
-  double t0_, last_ = 0;
-};
-
-}  // namespace
-
-namespace {
-
 // Non-empty documents of files, in input order, as prepare reads them (UTF-8 sanitized).
 std::vector<Document> read_all(const std::vector<std::string>& files, bool skip_bad_lines) {
   std::vector<Document> v;
@@ -262,7 +230,13 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
   PrepareStats st;
   OLMO_CHECK(opt.ngram_sample >= 1, "prepare: ngram_sample must be >= 1");
   AuditIndexWriter audit(enc.vocab_size, opt.ngram_sample);
-  Progress bar(opt.progress, total_bytes);
+  ProgressOptions bar_opt;  // on stderr when it is a terminal; nothing otherwise
+  bar_opt.mode = opt.progress ? ProgressMode::automatic : ProgressMode::silent;
+  bar_opt.units = "B";
+  ProgressBar bar(int64_t(total_bytes), "prepare", bar_opt);
+  auto show = [&](uint64_t bytes_read) {
+    bar.update(int64_t(bytes_read), cat(st.docs, " docs ", st.tokens, " tokens"));
+  };
   std::unique_ptr<TokenFileWriter> out;
   uint64_t done_bytes = 0;
   nlohmann::ordered_json inputs_json = nlohmann::ordered_json::array();
@@ -332,7 +306,7 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
       if (bytes >= opt.batch_bytes) {
         flush_batch();
         bytes = 0;
-        bar.update(done_bytes + r.compressed_bytes_read(), st.docs, st.tokens);
+        show(done_bytes + r.compressed_bytes_read());
       }
     }
     st.bad_lines += r.bad_lines();
@@ -344,7 +318,8 @@ PrepareStats prepare(const std::vector<std::string>& inputs_raw, const Encoder& 
                            {"bad_lines", r.bad_lines()}});
   }
   flush_batch();
-  bar.update(done_bytes, st.docs, st.tokens, true);
+  show(done_bytes);
+  bar.finish();
   if (st.docs == 0) {
     std::string names;
     for (size_t i = 0; i < inputs.size() && i < 5; ++i) names += (i ? ", " : "") + inputs[i];

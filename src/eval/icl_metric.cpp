@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/progress_bar.h"
 #include "core/timer.h"
 #include "core/token_ids.h"
 #include "model/kv_cache.h"
@@ -170,7 +171,7 @@ IclKvPlan plan_icl_kv(const model::ModelConfig& c, const IclTask& task, int64_t 
 }
 
 IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len,
-                             size_t kv_budget) {
+                             size_t kv_budget, ProgressMode progress) {
   const model::ModelConfig& c = m.config();
   OLMO_CHECK(max_len >= 2 && max_len <= c.max_seq_len, "task ", task.spec.label,
              ": model context ", max_len, " must be in 2..", c.max_seq_len,
@@ -198,6 +199,10 @@ IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_l
   OLMO_CHECK(sc.kv_bytes() == r.kv.bytes, "task ", task.spec.label, ": KV cache of ",
              sc.kv_bytes(), " bytes, planned ", r.kv.bytes);
   r.docs.reserve(task.docs.size());
+  ProgressOptions bar_opt;
+  bar_opt.mode = progress;
+  bar_opt.units = "docs";
+  ProgressBar bar(int64_t(task.docs.size()), task.spec.label, bar_opt);
   for (const auto& d : task.docs) {
     IclDocScore ds;
     ds.doc_id = d.doc_id;
@@ -242,7 +247,9 @@ IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_l
       }
     }
     r.docs.push_back(std::move(ds));
+    bar.update(int64_t(r.docs.size()));
   }
+  bar.finish();
   compute_icl_metrics(task, r);
   r.seconds = now_seconds() - t0;
   return r;

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress_bar.h"
 #include "eval/olmo_tasks.h"
 #include "model/olmo3.h"
 
@@ -82,8 +83,12 @@ IclKvPlan plan_icl_kv(const model::ModelConfig& c, const IclTask& task, int64_t 
 
 // Scores a loaded task. max_len: the model context (olmo_eval's model_ctx_len), <= the model's
 // max_seq_len. kv_budget: bytes the KV cache may take beyond its floor (plan_icl_kv).
+// progress: a bar on stderr over the task's documents, labelled with the task (core/
+// progress_bar.h; automatic: only when stderr is a terminal; the in-loop evaluation passes
+// silent, beside the trainer's own bar); stdout is never written.
 IclTaskResult score_icl_task(model::Olmo3& m, const IclTask& task, int64_t max_len,
-                             size_t kv_budget = kIclKvBudget);
+                             size_t kv_budget = kIclKvBudget,
+                             ProgressMode progress = ProgressMode::automatic);
 
 // Task metrics from per-document scores (exposed for tests); fills r.metrics and each pred.
 void compute_icl_metrics(const IclTask& task, IclTaskResult& r);

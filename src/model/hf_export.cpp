@@ -125,7 +125,12 @@ std::vector<std::string> export_hf(const Olmo3& m, const std::string& dir,
   }
   const size_t n = shards.size();
   json weight_map = json::object();
-  uint64_t total = 0;
+  uint64_t total = 0, all_bytes = 0;
+  for (auto& sh : shards) all_bytes += sh.bytes;
+  ProgressOptions bar_opt;
+  bar_opt.mode = opt.progress;
+  bar_opt.units = "B";
+  ProgressBar bar(int64_t(all_bytes), "export", bar_opt);
   for (size_t s = 0; s < n; ++s) {
     char name[64];
     std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, n);
@@ -136,10 +141,11 @@ std::vector<std::string> export_hf(const Olmo3& m, const std::string& dir,
       w.add(out[i].name, DType::F32, out[i].shape, out[i].data);
       weight_map[out[i].name] = file;
     }
-    w.write(path(file));
+    w.write(path(file), [&](uint64_t b) { bar.update(int64_t(total + b), file); });
     total += shards[s].bytes;
     written.push_back(file);
   }
+  bar.finish();
   if (n > 1) {
     json idx = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     write_file_atomic(path("model.safetensors.index.json"), idx.dump(2) + "\n");

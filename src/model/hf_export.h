@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/progress_bar.h"
 #include "model/olmo3.h"
 
 namespace olmo::model {
@@ -43,6 +44,9 @@ struct HfExportOptions {
   int64_t vocab_rows = 0;                    // 0 = all rows of the model's vocabulary
   bool overwrite = false;                    // allow a non-empty output directory
   const HfTokenizerSpec* tokenizer = nullptr;  // nullptr: no tokenizer files
+  // A bar on stderr over the tensor bytes written (core/progress_bar.h): automatic draws it only
+  // when stderr is a terminal; stdout is never written.
+  ProgressMode progress = ProgressMode::automatic;
 };
 
 // Writes the directory (created if missing). Returns the list of files written (names).

@@ -217,7 +217,8 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, std::vector<in
   entries_.push_back({name, dtype, std::move(shape), data});
 }
 
-void SafetensorsWriter::write(const std::string& path) const {
+void SafetensorsWriter::write(const std::string& path,
+                              const std::function<void(uint64_t)>& on_tensor) const {
   nlohmann::json j = nlohmann::json::object();
   if (!metadata_.empty()) j["__metadata__"] = metadata_;
   std::vector<size_t> nbytes;
@@ -237,8 +238,12 @@ void SafetensorsWriter::write(const std::string& path) const {
   AtomicFile f(path);  // core: temporary, fsync, rename, fsync dir; removed on failure
   f.write(len, 8);
   f.write(hdr);
-  for (size_t i = 0; i < entries_.size(); ++i)
+  uint64_t written = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
     if (nbytes[i] > 0) f.write(entries_[i].data, nbytes[i]);
+    written += nbytes[i];
+    if (on_tensor) on_tensor(written);
+  }
   f.commit();
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,7 +60,10 @@ class SafetensorsWriter {
  public:
   void add(const std::string& name, DType dtype, std::vector<int64_t> shape, const void* data);
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
-  void write(const std::string& path) const;
+  // on_tensor(bytes): called after each tensor's data is written, with the tensor bytes of this
+  // file written so far (a progress hook; the header is not counted).
+  void write(const std::string& path,
+             const std::function<void(uint64_t)>& on_tensor = nullptr) const;
 
  private:
   struct Entry {

@@ -36,7 +36,8 @@ void OlmoBenchmarkCallback::evaluate(Trainer& t) {
   char buf[256];
   for (const auto& task : tasks_) {
     eval::IclTaskResult r = eval::score_icl_task(t.model(), task, max_len,
-                                                 eval::kv_budget_bytes(t.config().benchmarks.task_kv_budget_gib));
+                                                 eval::kv_budget_bytes(t.config().benchmarks.task_kv_budget_gib),
+                                                 ProgressMode::silent);  // beside the run's bar
     json rec = {{"kind", "downstream"}, {"step", t.step()}, {"task", r.label},
                 {"docs", int64_t(r.docs.size())}, {"truncated", r.truncated_rows},
                 {"seconds", r.seconds}};
