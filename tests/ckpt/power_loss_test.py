@@ -46,11 +46,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import dist_util as du  # noqa: E402  (numpy reader of checkpoints: global tensors from all pieces)
+import olmo_test as ot
 from olmo_test import tiny_data as td
 
 
 STEPS = 6
-OLMO = os.environ.get("OLMO_BIN", "build/olmo")
+OLMO = ot.bin_path()
 MPIRUN = os.environ.get("OLMO_MPIRUN") or shutil.which("mpirun")
 O_CREAT, O_TRUNC = 0o100, 0o1000
 

@@ -20,7 +20,8 @@ import socket
 import sys
 import time
 
-import slurm_util as su  # noqa: E402  (test_main, pin_binary, check, the distributed helpers)
+import slurm_util as su  # test_main, pin_binary, the distributed helpers
+from olmo_test import check
 from olmo_test import tiny_data as td
 
 OMPI_EXES = {"orterun", "mpirun", "mpiexec", "orted", "prte", "prted", "prterun"}
@@ -122,7 +123,6 @@ def describe(seen):
 
 
 def body(tmp, du, lu):
-    check = su.check
     me = os.path.realpath(os.environ["OLMO_BIN"])
     data = td.make_data(os.path.join(tmp, "data"), train_tokens=64 * 12 * 12)
     base = ["--np", "2", "--poll", "0.05"]

@@ -19,8 +19,9 @@ import subprocess
 import sys
 import time
 
-import slurm_util as su  # noqa: E402  (pin_binary, check, the tests/distributed helpers)
 import olmo_test as ot
+import slurm_util as su  # test_main, pin_binary, the distributed helpers
+from olmo_test import check
 from olmo_test import tiny_data as td
 
 STEPS = 20
@@ -45,7 +46,7 @@ def stop_record(du, run):
 def finish_and_compare(du, lu, name, cmd, run, ref, log):
     with open(log, "a") as out:
         p = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env(), timeout=240)
-    su.check(p.returncode == 0, f"{name}: the resumed run exited {p.returncode}: {open(log).read()[-2000:]}")
+    check(p.returncode == 0, f"{name}: the resumed run exited {p.returncode}: {open(log).read()[-2000:]}")
     su.equal_to_reference(lu, run, ref, STEPS, f"{name}, resumed")
 
 
@@ -64,10 +65,10 @@ def case(du, lu, tmp, data, ref, name, cmd, target):
         rc = proc.wait(timeout=120)
     text = open(log).read()
     stops = stop_record(du, run)
-    ok = su.check(rc == 4 and len(stops) == 1, f"{name}: exit {rc}, stop records {stops}: {text[-2000:]}")
+    ok = check(rc == 4 and len(stops) == 1, f"{name}: exit {rc}, stop records {stops}: {text[-2000:]}")
     if ok:
         s = stops[0]["step"]
-        su.check(s >= at and s < STEPS and stops[0]["checkpoint"].endswith(f"/step{s}")
+        check(s >= at and s < STEPS and stops[0]["checkpoint"].endswith(f"/step{s}")
                  and os.path.isdir(os.path.join(run, f"step{s}")),
                  f"{name}: stop {stops[0]} after step {at}: no checkpoint of the stop step")
         print(f"{name}: {what} {delay * 1000:.0f} ms after step {after} was recorded: exit 4, stopped after step {s} with checkpoint step{s} "
@@ -93,7 +94,7 @@ def body(tmp, du, lu):
               "--poll", "0.05"]
     run, cmd, log = case(du, lu, tmp, data, ref, "launcher", launch, term)
     sig, pre = lu.events(run, "signal"), lu.events(run, "preempted")
-    su.check(len(sig) == 1 and sig[0]["forwarded"] == "SIGUSR1" and len(pre) == 1
+    check(len(sig) == 1 and sig[0]["forwarded"] == "SIGUSR1" and len(pre) == 1
              and len(lu.events(run, "launch")) == 1 and not lu.events(run, "requeue"),
              f"launcher: events signal {sig}, preempted {pre}, launches {lu.events(run, 'launch')}")
     finish_and_compare(du, lu, "launcher", cmd, run, ref, log)
@@ -105,7 +106,7 @@ def body(tmp, du, lu):
         return f"SIGTERM to rank 1 (pid {pid})"
 
     run, cmd, log = case(du, lu, tmp, data, ref, "rank", launch, rank1)
-    su.check(len(lu.events(run, "preempted")) == 1 and len(lu.events(run, "launch")) == 1
+    check(len(lu.events(run, "preempted")) == 1 and len(lu.events(run, "launch")) == 1
              and not lu.events(run, "failure"),
              f"rank: events {lu.events(run)}")
     finish_and_compare(du, lu, "rank", cmd, run, ref, log)

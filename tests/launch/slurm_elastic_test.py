@@ -13,7 +13,8 @@ import signal
 import sys
 import time
 
-import slurm_util as su  # noqa: E402
+import slurm_util as su
+from olmo_test import check
 from olmo_test import tiny_data as td
 
 STEPS = 8
@@ -37,7 +38,7 @@ def body(tmp, du, lu):
         print(f"killed task 1 (pid {pid}) in step {HOLD_STEP}", flush=True)
         ok = c.completed(job, script, t0, "after the lost task", restarts=0)
         fails, launches = lu.events(run, "failure"), lu.events(run, "launch")
-        su.check(len(fails) == 1 and len(launches) == 2 and launches[1]["checkpoint_step"] >= 2,
+        check(len(fails) == 1 and len(launches) == 2 and launches[1]["checkpoint_step"] >= 2,
                  f"expected one failure and a relaunch from a checkpoint: failures {fails}, "
                  f"launches {launches}")
         if fails and launches:

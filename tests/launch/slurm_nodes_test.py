@@ -14,7 +14,8 @@ import signal
 import sys
 import time
 
-import slurm_util as su  # noqa: E402
+import slurm_util as su
+from olmo_test import check
 from olmo_test import tiny_data as td
 
 STEPS = 8
@@ -44,7 +45,7 @@ def body(tmp, du, lu):
                     if b"=" in kv).get(b"SLURMD_NODENAME", b"?").decode()
         stepd = ppid(rank)
         slurmd = c.daemon_pid("slurmd n2", os.path.join(c.dir, "d-n2.pid"))
-        su.check(node == "n2" and slurmd is not None, f"rank 1 runs on {node}, slurmd n2 pid {slurmd}")
+        check(node == "n2" and slurmd is not None, f"rank 1 runs on {node}, slurmd n2 pid {slurmd}")
         for pid in (slurmd, stepd, rank):
             if pid:
                 os.kill(pid, signal.SIGKILL)
@@ -54,7 +55,7 @@ def body(tmp, du, lu):
         ok = c.completed(job, script, t0, "after the lost node")
         print(f"{time.time() - t_lost:.1f} s from the loss to the end", flush=True)
         launches, fails = lu.events(run, "launch"), lu.events(run, "failure")
-        su.check([e["world"] for e in launches] == [2, 1] and len(fails) == 1
+        check([e["world"] for e in launches] == [2, 1] and len(fails) == 1
                  and launches[1]["hosts"] == "n1:1" and launches[1]["checkpoint_step"] >= 2,
                  f"expected a relaunch on n1 alone from a checkpoint: launches {launches}, failures {fails}")
         gone = lu.events(run, "unreachable")

@@ -18,8 +18,9 @@ import os
 import sys
 import time
 
-import slurm_util as su  # noqa: E402
 import olmo_test as ot
+import slurm_util as su
+from olmo_test import check
 from olmo_test import tiny_data as td
 
 STEPS = 20  # ~0.1 s a step on 2 tasks: the signal lands well before the end
@@ -53,19 +54,19 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, ta
     stops = [r for r in ot.read_metrics(run, "info") if r.get("event") == "preempt_stop"]
     pre, req = lu.events(run, "preempted"), lu.events(run, "requeue")
     launches, fails = lu.events(run, "launch"), lu.events(run, "failure")
-    su.check(len(stops) == 1 and len(pre) == 1 and len(req) == 1 and req[0]["done"] and not fails,
+    check(len(stops) == 1 and len(pre) == 1 and len(req) == 1 and req[0]["done"] and not fails,
              f"{name}: preempt_stop records {stops}, preempted {pre}, requeue {req}, failures {fails}")
     got = lu.events(run, "signal")
     if via_launcher:
-        su.check(len(got) == 1 and got[0]["forwarded"] == "SIGUSR1",
+        check(len(got) == 1 and got[0]["forwarded"] == "SIGUSR1",
                  f"{name}: the launcher did not forward the signal: {got}")
     print(f"{name}: the launcher {'got the signal and forwarded it' if got else 'got no signal'}; "
           f"the ranks exited {4} (preempted)", flush=True)
     if stops:
         s = stops[0]["step"]
-        su.check(stops[0]["checkpoint"].endswith(f"/step{s}") and s >= at,
+        check(stops[0]["checkpoint"].endswith(f"/step{s}") and s >= at,
                  f"{name}: the stop record names no checkpoint of its step: {stops[0]}, signal after {at}")
-        su.check(len(launches) == 2 and launches[1]["checkpoint_step"] == s
+        check(len(launches) == 2 and launches[1]["checkpoint_step"] == s
                  and [e["world"] for e in launches] == [tasks, regrow or tasks],
                  f"{name}: the requeued job did not resume from step{s} on {regrow or tasks} "
                  f"task(s): {launches}")

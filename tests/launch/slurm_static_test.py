@@ -15,7 +15,8 @@ import os
 import sys
 import time
 
-import slurm_util as su  # noqa: E402
+import slurm_util as su
+from olmo_test import check
 from olmo_test import tiny_data as td
 
 STEPS = 4
@@ -42,15 +43,15 @@ def body(tmp, du, lu):
             if not c.completed(job, script, t0, f"{tasks} task(s)"):
                 continue
             st = du.start_record(run)
-            su.check(st["world"] == tasks and "mpi" in st["dist_backend"],
+            check(st["world"] == tasks and "mpi" in st["dist_backend"],
                      f"{tasks} tasks: start record world {st['world']} backend {st['dist_backend']}")
             launches = lu.events(run, "launch")
-            su.check([e["world"] for e in launches] == [tasks], f"{tasks} tasks: launches {launches}")
+            check([e["world"] for e in launches] == [tasks], f"{tasks} tasks: launches {launches}")
             su.equal_to_reference(lu, run, ref, STEPS, f"{tasks} task(s) ({st['dist_backend']})")
     dry_txt = os.path.join(tmp, "dry.txt")
     dry = open(dry_txt).read() if os.path.exists(dry_txt) else ""
     cmd = next((x for x in dry.splitlines() if x.startswith("command:")), "")
-    su.check("srun --mpi=pmix --ntasks=2" in cmd and "--cpus-per-task=1" in cmd
+    check("srun --mpi=pmix --ntasks=2" in cmd and "--cpus-per-task=1" in cmd
              and "trainer.threads=1" in cmd and f"{su.olmo_bin()} train" in cmd, f"dry run: {dry}")
     print("dry run:", cmd, flush=True)
 

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+
 import olmo_test as ot
 from olmo_test import tiny_data as td
 
@@ -219,7 +220,7 @@ PartitionName=p Nodes={",".join(self.nodes or [self.host])} Default=YES MaxTime=
         out = open(script + ".out").read() if os.path.exists(script + ".out") else ""
         print(f"{what}: job {job} {j.get('JobState')} exit {j.get('ExitCode')} restarts "
               f"{j.get('Restarts')} on {j.get('NodeList')} in {time.time() - t0:.1f} s", flush=True)
-        return check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0"
+        return ot.check(j.get("JobState") == "COMPLETED" and j.get("ExitCode") == "0:0"
                      and (restarts is None or j.get("Restarts") == str(restarts)),
                      f"{what}: job {j}\n{out[-4000:]}{self.logs(15)}")
 
@@ -247,7 +248,7 @@ def dist_helpers():
 
 
 def olmo_bin():
-    return os.path.abspath(os.environ.get("OLMO_BIN", "build/olmo"))
+    return os.path.abspath(ot.bin_path())
 
 
 def job_script(path, tasks, body, extra=()):
@@ -283,15 +284,7 @@ def mpi_env():
 def skip_if_missing():
     why = missing()
     if why:
-        print(f"SKIPPED: {why}", flush=True)
-        raise SystemExit(77)
-
-
-def check(cond, msg):
-    """dist_util.check (records the failure, the test goes on) that also returns cond."""
-    du, _ = dist_helpers()
-    du.check(cond, msg)
-    return cond
+        ot.skip(why)
 
 
 def pin_binary(tmp):
@@ -321,15 +314,15 @@ def reference(du, lu, tmp, steps, extra=()):
 def equal_to_reference(lu, run, ref, steps, what):
     """Checks run's last checkpoint and per-step records against the plain run's."""
     probs = lu.compare_with_reference(run, ref, steps)
-    check(not probs, f"{what}: differs from the uninterrupted plain run: {probs}")
+    ot.check(not probs, f"{what}: differs from the uninterrupted plain run: {probs}")
     if not probs:
         print(f"{what}: bitwise equal to the uninterrupted plain run at step{steps}", flush=True)
 
 
 def test_main(prefix, body, slurm=True):
     """Runs body(tmp, du, lu) in a fresh temp dir with the binary pinned (exit 77 first when a
-    Slurm is needed and cannot start); removes the dir; returns the exit code (1: a check
-    failed)."""
+    Slurm is needed and cannot start); removes the dir; exits 1 when a check failed, else
+    returns 0."""
     if slurm:
         skip_if_missing()
     du, lu = dist_helpers()
@@ -339,8 +332,5 @@ def test_main(prefix, body, slurm=True):
         body(tmp, du, lu)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if du.FAILS:
-        print(f"{len(du.FAILS)} check(s) failed")
-        return 1
-    print("PASS")
+    ot.finish(prefix.strip("_"))  # exits 1 when a check failed
     return 0
