@@ -4,16 +4,16 @@
 // audit::audit_run (src/audit/audit_run.h: every ledger step against the numpy order with a
 // re-read of every row, ledger coverage, served distribution, held-out contamination of
 // eval.sets, validation.sets and --held-out).
-// Exit status: 0 clean, 2 with findings (each printed as "FINDING kind step: detail"), 1 on an
-// error (missing run dir, config or ledger; a held-out set that does not exist).
+// Exit status: 0 clean, 3 with findings (each printed as "FINDING kind step: detail"), 1 on an
+// error (missing run dir, config or ledger; a held-out set that does not exist), 2 usage.
 #include <cstdio>
 #include <filesystem>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
-#include "args.h"
 #include "audit/audit_run.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "data/token_paths.h"
@@ -45,15 +45,20 @@ std::map<std::string, std::string> held_out_sets(const olmo::train::Config& c,
 }
 
 int run_audit(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--json", "--no-distribution"});
-  if (a.has("--help") || a.positional().size() != 1) {
-    std::printf(
-        "usage: olmo audit RUN_DIR [--held-out LABEL=PATH,...] [--no-distribution] [--json]\n"
-        "  exit 0: clean; 2: findings (listed); 1: error\n");
-    return a.has("--help") ? 0 : 1;
-  }
-  a.finish({"--held-out", "--json", "--no-distribution"});
-  const std::string run = a.positional()[0];
+  auto app = olmo::cli::make_app(
+      "audit",
+      "Offline audit of a run's data loader (fsl or packed_fsl): every step of the batch ledger "
+      "against the numpy order with a re-read of every row, ledger coverage, the served "
+      "distribution, and held-out contamination (the config's eval.sets and validation.sets, "
+      "plus --held-out).");
+  std::string run, held_out;
+  bool json = false, no_distribution = false;
+  app->add_option("RUN_DIR", run, "the run directory (config.yaml, audit/ledger.bin)")->required();
+  app->add_option("--held-out", held_out, "more held-out sets: LABEL=PATH[,LABEL=PATH...]");
+  app->add_flag("--no-distribution", no_distribution, "skip the served-distribution checks");
+  app->add_flag("--json", json, "print the report as JSON");
+  app->footer("exit: 0 clean, 3 findings (each printed as FINDING kind step: detail), 1 error");
+  olmo::cli::parse(*app, argc, argv);
   OLMO_CHECK(fs::is_directory(run), "audit: run dir not found: ", run);
   const std::string cfg_path = (fs::path(run) / "config.yaml").string();
   OLMO_CHECK(fs::exists(cfg_path), "audit: ", run, " has no config.yaml (not a run dir?)");
@@ -68,7 +73,7 @@ int run_audit(int argc, char** argv) {
       olmo::train::dataset_spec(c, uint32_t(olmo::train::model_config(c).vocab_size));
   spec.validate = false;
   auto ds = olmo::data::open_instance_source(spec);
-  const auto sets = held_out_sets(c, a.get("--held-out"));
+  const auto sets = held_out_sets(c, held_out);
 
   olmo::audit::AuditInputs in;
   in.run_dir = run;
@@ -80,10 +85,10 @@ int run_audit(int argc, char** argv) {
   in.top_share_tol = c.audit.top_share_tol;
   in.ngram_threshold = c.audit.ngram_threshold;
   for (auto& [label, p] : sets) in.held_out[label] = olmo::data::expand_token_paths(p);
-  in.distribution = !a.has("--no-distribution");
+  in.distribution = !no_distribution;
   olmo::audit::AuditReport rep = olmo::audit::audit_run(in);
 
-  if (a.has("--json")) {
+  if (json) {
     nlohmann::json j = {{"run", run}, {"steps", rep.records},
                         {"dataset", olmo::train::choice_name(c.data.dataset)},
                         {"clean", rep.clean()}, {"notes", rep.notes},
@@ -108,10 +113,10 @@ int run_audit(int argc, char** argv) {
     std::printf("%s\n",
                 rep.clean() ? "clean" : cat(rep.findings.size(), " findings").c_str());
   }
-  return rep.clean() ? 0 : 2;
+  return rep.clean() ? olmo::cli::kExitOk : olmo::cli::kExitFindings;
 }
 
-OLMO_COMMAND("audit", "offline data-loader audit of a run dir (exit 0 clean, 2 findings)",
+OLMO_COMMAND("audit", "offline data-loader audit of a run dir (exit 0 clean, 3 findings)",
              run_audit);
 
 }  // namespace

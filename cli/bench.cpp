@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/profile.h"
@@ -38,6 +38,7 @@
 #include "model/flops.h"
 #include "model/olmo3.h"
 #include "optim/adamw.h"
+#include "train/config.h"
 #include "train/model_setup.h"
 #include "train/optimizer_setup.h"
 
@@ -53,43 +54,48 @@ double cpu_seconds() {
          1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-int run_step(int argc, char** argv) {
+// The flags of `olmo bench step`.
+struct StepArgs {
+  std::string name, precision = "fp32";
+  int64_t S = 2048, B = 1, steps = 3, warmup = 1;
+  double peak_s = 0.3;
+  uint64_t seed = 1;
+  bool use_opt = false, json = false, print_clock = false, profile = false;
+};
+
+void declare_step(CLI::App& step, StepArgs& a) {
+  step.add_option("--preset", a.name, "the model preset")->required();
+  step.add_option("--seq", a.S, "sequence length")->check(olmo::cli::positive());
+  step.add_option("--batch", a.B, "sequences per step")->check(olmo::cli::positive());
+  step.add_option("--steps", a.steps, "timed steps")->check(olmo::cli::positive());
+  step.add_option("--warmup", a.warmup, "untimed steps first")->check(olmo::cli::non_negative());
+  step.add_flag("--optimizer", a.use_opt, "also time an AdamW update per step");
+  step.add_option("--precision", a.precision, "the matmul precision (auto: as "
+                                              "model.precision=auto resolves)")
+      ->check(CLI::IsMember(olmo::train::choice_field("model.precision")->values));
+  step.add_flag("--profile", a.profile, "time per op class / GEMM shape over the timed steps (a "
+                                        "table)");
+  step.add_option("--peak-seconds", a.peak_s, "duration of each peak measurement")
+      ->check(olmo::cli::positive());
+  step.add_option("--seed", a.seed, "init and token seed");
+  step.add_flag("--json", a.json, "one JSON object");
+  step.add_flag("--print-clock", a.print_clock,
+                "print the CLOCK_MONOTONIC window of the timed steps to stderr (for `perf record "
+                "-k CLOCK_MONOTONIC` + `perf report --time`)");
+}
+
+int run_step(const StepArgs& a) {
   using namespace olmo::model;
-  olmo::cli::Args a(argc, argv, {"--json", "--optimizer", "--print-clock", "--profile"}, 2);
-  if (a.has("--help")) {
-    std::printf(
-        "usage: olmo bench step --preset NAME --seq S --batch B [--steps N] [--warmup N]\n"
-        "                       [--optimizer] [--precision fp32|bf16_mixed|auto] [--profile]\n"
-        "                       [--peak-seconds X] [--seed N] [--json] [--print-clock]\n"
-        "Times forward+backward (and AdamW with --optimizer) of a preset model on random\n"
-        "tokens; prints tokens/s, GFLOP/s and MFU against the peak of the matmul precision\n"
-        "(fp32 FMA or bf16 VDPBF16PS) measured just before and after the timed steps.\n"
-        "Threads: OMP_NUM_THREADS.\n"
-        "  --steps 3, --warmup 1, --peak-seconds 0.3, --seed 1, --precision fp32\n"
-        "  --profile      time per op class / GEMM shape over the timed steps (a table)\n"
-        "  --print-clock  print the CLOCK_MONOTONIC window of the timed steps to stderr\n"
-        "                 (for `perf record -k CLOCK_MONOTONIC` + `perf report --time`)\n");
-    return 0;
-  }
-  a.finish({"--preset", "--seq", "--batch", "--steps", "--warmup", "--optimizer",
-            "--peak-seconds", "--seed", "--json", "--print-clock", "--precision", "--profile"});
-  const std::string name = a.require("--preset");
-  const int64_t S = a.get_int("--seq", 2048), B = a.get_int("--batch", 1);
-  const int64_t steps = a.get_int("--steps", 3), warmup = a.get_int("--warmup", 1);
-  const double peak_s = a.get_double("--peak-seconds", 0.3);
-  const uint64_t seed = uint64_t(a.get_int("--seed", 1));
-  const bool use_opt = a.has("--optimizer"), json = a.has("--json");
-  const bool print_clock = a.has("--print-clock"), profile = a.has("--profile");
+  const std::string& name = a.name;
+  const int64_t S = a.S, B = a.B, steps = a.steps, warmup = a.warmup;
+  const double peak_s = a.peak_s;
+  const uint64_t seed = a.seed;
+  const bool use_opt = a.use_opt, json = a.json, print_clock = a.print_clock, profile = a.profile;
   olmo::train::Config pc;
-  olmo::train::apply_override(pc, "model.precision=" + a.get("--precision", "fp32"));
+  olmo::train::apply_override(pc, "model.precision=" + a.precision);
   pc.origin["model.precision"] = "--precision";
   const auto choice = olmo::train::choose_precision(pc);
   const bool bf16 = choice.precision == Precision::bf16_mixed;
-  OLMO_CHECK(S > 0, "--seq must be positive, got ", S);
-  OLMO_CHECK(B > 0, "--batch must be positive, got ", B);
-  OLMO_CHECK(steps > 0, "--steps must be positive, got ", steps);
-  OLMO_CHECK(warmup >= 0, "--warmup must be >= 0, got ", warmup);
-  OLMO_CHECK(peak_s > 0, "--peak-seconds must be positive");
 
   ModelConfig cfg = preset(name, true);
   cfg.precision = choice.precision;
@@ -239,14 +245,18 @@ int run_step(int argc, char** argv) {
 }
 
 int run_bench(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::printf(
-        "usage: olmo bench step --preset NAME --seq S --batch B [...]   (olmo bench step --help)\n");
-    return argc < 2 ? 1 : 0;
-  }
-  const std::string sub = argv[1];
-  if (sub == "step") return run_step(argc, argv);
-  throw olmo::Error(olmo::cat("unknown bench '", sub, "' (available: step)"));
+  auto app = olmo::cli::make_app("bench", "Benchmarks of the training step.");
+  app->require_subcommand(1);
+  StepArgs a;
+  auto* step = app->add_subcommand(
+      "step",
+      "Times forward+backward (and AdamW with --optimizer) of a preset model on random tokens; "
+      "prints tokens/s, GFLOP/s and MFU against the peak of the matmul precision (fp32 FMA or "
+      "bf16 VDPBF16PS) measured just before and after the timed steps. Threads: "
+      "OMP_NUM_THREADS.");
+  declare_step(*step, a);
+  olmo::cli::parse(*app, argc, argv);
+  return run_step(a);
 }
 
 }  // namespace

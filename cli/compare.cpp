@@ -11,7 +11,7 @@
 // per parameter group weight and update RMS: param_rms.weight.<group>, train/param_rms.h);
 // it prints a table per quantity (largest difference, in noise floors, and which twin of the
 // reference's noise floor set the floor there: noise_twin or clip_twin, scripts/noise_floor.py)
-// and every violation (step, quantity, both values, bound, the twin), and exits 2 when there is
+// and every violation (step, quantity, both values, bound, the twin), and exits 3 when there is
 // one, 0 otherwise. The bounds are X noise floors: --floor-multiple, else RUN_A's
 // validation.reference_floor_multiple (20).
 #include <sys/wait.h>
@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -72,7 +72,7 @@ std::string fmt(const json& j, const char* key) {
   return b;
 }
 
-// RUN against a reference run of OLMo-core; returns the exit code (0 in tolerance, 2 not).
+// RUN against a reference run of OLMo-core; returns the exit code (0 in tolerance, 3 not).
 int compare_reference(const std::string& run, const std::string& ref_dir,
                       std::optional<double> multiple) {
   using namespace olmo::train;
@@ -108,27 +108,32 @@ int compare_reference(const std::string& run, const std::string& ref_dir,
     std::printf("... %zu more violations\n", c.failures.size() - shown);
   std::printf("%s: %zu violation%s\n", c.failures.empty() ? "IN TOLERANCE" : "DIVERGED",
               c.failures.size(), c.failures.size() == 1 ? "" : "s");
-  return c.failures.empty() ? 0 : 2;
+  return c.failures.empty() ? olmo::cli::kExitOk : olmo::cli::kExitFindings;
 }
 
 int run_compare(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--no-plot"});
-  if (a.has("--help") || a.positional().size() != 2) {
-    std::printf("usage: olmo compare RUN_A RUN_B [--out PNG] [--no-plot] [--floor-multiple X]\n"
-                "RUN_B may be an OLMo-core reference run (scripts/olmo_core_run.py): then a\n"
-                "step-by-step check, exit 0 in tolerance, 2 otherwise; the bounds are X noise\n"
-                "floors (default: RUN_A's validation.reference_floor_multiple, 20)\n");
-    return a.has("--help") ? 0 : 1;
-  }
-  a.finish({"--out", "--no-plot", "--floor-multiple"});
-  const std::string A = a.positional()[0], B = a.positional()[1];
+  auto app = olmo::cli::make_app(
+      "compare",
+      "Two runs side by side: train loss, held-out loss per set, model and served entropies and "
+      "the gap at every validation step, each run's alarms, and one PNG of both runs' curves. "
+      "When RUN_B is an OLMo-core reference run (scripts/olmo_core_run.py) the check is step by "
+      "step instead: exact fields, and noise-floor bounds on the rest.");
+  std::string A, B, out;
+  double floor_multiple = 0;
+  bool no_plot = false;
+  app->add_option("RUN_A", A, "a run directory (ours)")->required();
+  app->add_option("RUN_B", B, "a run directory, or an OLMo-core reference run")->required();
+  app->add_option("--out", out, "the PNG (default RUN_B/compare.png)");
+  app->add_flag("--no-plot", no_plot, "no PNG");
+  auto* fm = app->add_option("--floor-multiple", floor_multiple,
+                             "reference runs only: the bounds are X noise floors (default "
+                             "RUN_A's validation.reference_floor_multiple, 20)")
+                 ->check(olmo::cli::positive());
+  app->footer("exit: 0 (in tolerance), 3 a reference run out of tolerance, 1 error");
+  olmo::cli::parse(*app, argc, argv);
   for (auto& r : {A, B}) OLMO_CHECK(fs::is_directory(r), "compare: run dir not found: ", r);
   std::optional<double> multiple;
-  if (a.has("--floor-multiple")) {
-    multiple = a.get_double("--floor-multiple", 0);
-    OLMO_CHECK(std::isfinite(*multiple) && *multiple > 0,
-               "compare: --floor-multiple must be a number > 0, not ", a.get("--floor-multiple"));
-  }
+  if (fm->count()) multiple = floor_multiple;
   if (olmo::train::is_reference_run(B)) return compare_reference(A, B, multiple);
   OLMO_CHECK(!multiple, "compare: --floor-multiple applies only when ", B,
              " is an OLMo-core reference run");
@@ -172,12 +177,12 @@ int run_compare(int argc, char** argv) {
       std::printf("  %-32s %5lld (first at step %lld)\n", k.c_str(), (long long)e.first,
                   (long long)e.second);
   }
-  if (a.has("--no-plot")) return 0;
+  if (no_plot) return 0;
   std::string py = std::string(OLMO_SOURCE_DIR) + "/.venv/bin/python";
   if (!olmo::file_exists(py)) py = "python3";
   std::string script = std::string(OLMO_SOURCE_DIR) + "/scripts/compare_runs.py";
   OLMO_CHECK(olmo::file_exists(script), "missing ", script);
-  std::string out = a.has("--out") ? a.get("--out") : (fs::path(B) / "compare.png").string();
+  if (out.empty()) out = (fs::path(B) / "compare.png").string();
   std::vector<std::string> args = {py, script, A, B, "--out", out};
   std::vector<char*> cargs;
   for (auto& s : args) cargs.push_back(s.data());

@@ -3,61 +3,56 @@
 #include <cstdio>
 #include <string>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "corpus/corpus.h"
 
 namespace {
 
 int corpus_main(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--keep-unpacked", "--no-dedup"});
-  const auto& pos = a.positional();
-  if (a.has("--help") || pos.empty()) {
-    std::printf(
-        "usage: olmo corpus build DIR [--go-cap-mb 20] [--ood-cap-mb 2] [--shards 4] [--seed N]\n"
-        "                             [--work WORKDIR] [--keep-unpacked] [--tokenizer FILE]\n"
-        "                             [--no-dedup] [--dedup-jaccard 0.8] [--dedup-bands 20]\n"
-        "                             [--dedup-rows 5] [--dedup-containment 0.5]\n"
-        "       olmo corpus verify DIR\n\n"
-        "build: apt-get download linux-doc-6.1, python3.11-doc, libpython3.11-{stdlib,minimal},\n"
-        "golang-1.19-src and dict-gcide into WORKDIR (default DIR/.work), unpack them and write\n"
-        "DIR/train/part-*.jsonl.zst, val_id.jsonl (1%% by hash of id), val_ood_gcide.jsonl,\n"
-        "canaries.json and MANIFEST.json. Training documents that duplicate a held-out one or an\n"
-        "earlier training one (exact after normalisation, MinHash-LSH estimated Jaccard of token\n"
-        "13-grams >= --dedup-jaccard, or holding held-out 13-grams the data audit would flag) are\n"
-        "removed and listed in DIR/dedup_report.jsonl (counts in MANIFEST.json \"dedup\").\n"
-        "verify: check every file against MANIFEST.json.\n");
-    return pos.empty() && !a.has("--help") ? 1 : 0;
-  }
-  if (pos[0] == "verify") {
-    a.finish({});
-    OLMO_CHECK(pos.size() == 2, "corpus verify: expected one DIR");
-    olmo::corpus::verify_corpus(pos[1]);
-    std::printf("%s: MANIFEST.json matches every file\n", pos[1].c_str());
+  auto app = olmo::cli::make_app(
+      "corpus", "Builds the demo corpus from Debian packages, or checks one against its MANIFEST.");
+  app->require_subcommand(1);
+  olmo::corpus::CorpusOptions o;
+  double go_mb = 20, ood_mb = 2;
+  bool no_dedup = false;
+  auto* build = app->add_subcommand(
+      "build",
+      "apt-get download linux-doc-6.1, python3.11-doc, libpython3.11-{stdlib,minimal}, "
+      "golang-1.19-src and dict-gcide into WORKDIR, unpack them and write "
+      "DIR/train/part-*.jsonl.zst, val_id.jsonl (1% by hash of id), val_ood_gcide.jsonl, "
+      "canaries.json and MANIFEST.json. Training documents that duplicate a held-out one or an "
+      "earlier training one (exact after normalisation, MinHash-LSH estimated Jaccard of token "
+      "13-grams >= --dedup-jaccard, or holding held-out 13-grams the data audit would flag) are "
+      "removed and listed in DIR/dedup_report.jsonl (counts in MANIFEST.json \"dedup\").");
+  build->add_option("DIR", o.out_dir, "the corpus directory to write")->required();
+  build->add_option("--go-cap-mb", go_mb, "MB of Go source")->check(olmo::cli::non_negative());
+  build->add_option("--ood-cap-mb", ood_mb, "MB of the out-of-distribution set (GCIDE)")
+      ->check(olmo::cli::positive());
+  build->add_option("--shards", o.shards, "train shards")->check(CLI::Range(1, 10000));
+  build->add_option("--seed", o.seed, "canary secrets and train order");
+  build->add_option("--work", o.work_dir, "WORKDIR for the packages (default DIR/.work)");
+  build->add_flag("--keep-unpacked", o.keep_unpacked, "keep WORKDIR/unpack/* after extraction");
+  build->add_option("--tokenizer", o.tokenizer_path,
+                    "the tokenizer whose 13-grams dedup compares (default the dolma2 one)");
+  build->add_flag("--no-dedup", no_dedup, "keep duplicates");
+  build->add_option("--dedup-jaccard", o.dedup.jaccard, "near-duplicate threshold");
+  build->add_option("--dedup-bands", o.dedup.bands, "MinHash-LSH bands");
+  build->add_option("--dedup-rows", o.dedup.rows, "MinHash-LSH rows per band");
+  build->add_option("--dedup-containment", o.dedup.containment,
+                    "held-out share threshold (audit.ngram_threshold)");
+  std::string verify_dir;
+  auto* verify = app->add_subcommand("verify", "check every file against DIR/MANIFEST.json");
+  verify->add_option("DIR", verify_dir, "the corpus directory")->required();
+  olmo::cli::parse(*app, argc, argv);
+  if (verify->parsed()) {
+    olmo::corpus::verify_corpus(verify_dir);
+    std::printf("%s: MANIFEST.json matches every file\n", verify_dir.c_str());
     return 0;
   }
-  OLMO_CHECK(pos[0] == "build", "corpus: unknown action '", pos[0], "' (build or verify)");
-  a.finish({"--go-cap-mb", "--ood-cap-mb", "--shards", "--seed", "--work", "--keep-unpacked",
-            "--tokenizer", "--no-dedup", "--dedup-jaccard", "--dedup-bands", "--dedup-rows",
-            "--dedup-containment"});
-  OLMO_CHECK(pos.size() == 2, "corpus build: expected one DIR");
-  olmo::corpus::CorpusOptions o;
-  o.out_dir = pos[1];
-  o.work_dir = a.get("--work");
-  double go = a.get_double("--go-cap-mb", 20), ood = a.get_double("--ood-cap-mb", 2);
-  OLMO_CHECK(go >= 0 && ood > 0, "corpus build: --go-cap-mb must be >= 0 and --ood-cap-mb > 0");
-  o.go_cap_bytes = uint64_t(go * 1e6);
-  o.ood_cap_bytes = uint64_t(ood * 1e6);
-  o.shards = int(a.get_int("--shards", 4));
-  OLMO_CHECK(o.shards >= 1 && o.shards <= 10000, "corpus build: --shards must be in [1, 10000]");
-  o.seed = uint64_t(a.get_int("--seed", (long long)o.seed));
-  o.keep_unpacked = a.has("--keep-unpacked");
-  o.tokenizer_path = a.get("--tokenizer");
-  o.dedup.enabled = !a.has("--no-dedup");
-  o.dedup.jaccard = a.get_double("--dedup-jaccard", o.dedup.jaccard);
-  o.dedup.bands = int(a.get_int("--dedup-bands", o.dedup.bands));
-  o.dedup.rows = int(a.get_int("--dedup-rows", o.dedup.rows));
-  o.dedup.containment = a.get_double("--dedup-containment", o.dedup.containment);
+  o.go_cap_bytes = uint64_t(go_mb * 1e6);
+  o.ood_cap_bytes = uint64_t(ood_mb * 1e6);
+  o.dedup.enabled = !no_dedup;
   olmo::corpus::build_corpus(o);
   return 0;
 }

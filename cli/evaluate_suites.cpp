@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -26,38 +26,41 @@ using nlohmann::json;
 namespace {
 
 int run_evaluate_suites(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv);
-  if (a.has("--help")) {
-    std::printf(
-        "usage: olmo evaluate-suites --model DIR [options] SUITE.jsonl...\n"
-        "  DIR              checkpoint (stepN), run dir (newest checkpoint) or HF model dir\n"
-        "  SUITE.jsonl      {\"id\", \"context\", \"choices\": [...], \"gold\"} per line; label =\n"
-        "                   file name without .jsonl\n"
-        "  --max-items N    first N items of each suite (default all)\n"
-        "  --max-len L      longest scored sequence (default the model's max_seq_len)\n"
-        "  --canaries FILE  also canary exposure from canaries.json\n"
-        "  --candidates K   |R| per canary (default 64); --per-count P canaries per count\n"
-        "  --tokenizer F    rank file (default data/tokenizer/cl100k_base.tiktoken)\n"
-        "  --out FILE       per-item / per-candidate log-likelihoods and summaries (JSONL)\n"
-        "  --save-hf OUT    write the scored weights as an HF model dir (config.json +\n"
-        "                   model.safetensors, our writer)\n");
-    return 0;
-  }
-  a.finish({"--model", "--max-items", "--max-len", "--canaries", "--candidates", "--per-count",
-            "--tokenizer", "--out", "--save-hf"});
-  const std::string dir = a.require("--model");
-  OLMO_CHECK(!a.positional().empty() || a.has("--canaries"),
-             "give at least one SUITE.jsonl or --canaries FILE");
-  const int64_t max_items = a.get_int("--max-items", 0);
-  const int64_t max_len = a.get_int("--max-len", 0);
-  OLMO_CHECK(max_items >= 0 && max_len >= 0, "--max-items / --max-len must be >= 0");
+  auto app = olmo::cli::make_app(
+      "evaluate-suites",
+      "Offline scoring of benchmark suites (ranked classification: acc, acc_len_norm, bpb, "
+      "ce_loss) and, with --canaries, canary exposure, for a model.");
+  std::string dir, canaries, tok_path = olmo::tokenizer::Tokenizer::default_path(), out_path;
+  std::string save_hf;
+  std::vector<std::string> suites;
+  int64_t max_items = 0, max_len = 0, candidates = 64, per_count = 0;
+  app->add_option("SUITE", suites, "SUITE.jsonl: {\"id\", \"context\", \"choices\": [...], "
+                                   "\"gold\"} per line; label = file name without .jsonl");
+  app->add_option("--model", dir, "checkpoint (stepN), run dir (newest checkpoint) or HF model "
+                                  "dir")
+      ->required();
+  app->add_option("--max-items", max_items, "first N items of each suite (0: all)")
+      ->check(olmo::cli::non_negative());
+  app->add_option("--max-len", max_len, "longest scored sequence (0: the model's max_seq_len)")
+      ->check(olmo::cli::non_negative());
+  app->add_option("--canaries", canaries, "also canary exposure from this canaries.json");
+  app->add_option("--candidates", candidates, "|R| per canary");
+  app->add_option("--per-count", per_count, "canaries per count (0: all)");
+  app->add_option("--tokenizer", tok_path, "rank file");
+  app->add_option("--out", out_path, "per-item / per-candidate log-likelihoods and summaries "
+                                     "(JSONL)");
+  app->add_option("--save-hf", save_hf, "write the scored weights as an HF model dir "
+                                        "(config.json + model.safetensors, our writer)");
+  olmo::cli::parse(*app, argc, argv);
+  if (suites.empty() && canaries.empty())
+    olmo::cli::usage_error(*app, "give at least one SUITE.jsonl or --canaries FILE");
   OLMO_CHECK(fs::exists(dir), dir, ": model directory not found");
   auto m = olmo::train::load_model_for_inference(dir);
-  if (a.has("--save-hf")) olmo::model::save_hf(*m, a.get("--save-hf"));
-  auto tok = olmo::tokenizer::Tokenizer::load(a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path()));
+  if (!save_hf.empty()) olmo::model::save_hf(*m, save_hf);
+  auto tok = olmo::tokenizer::Tokenizer::load(tok_path);
 
   std::vector<json> out;
-  for (const std::string& path : a.positional()) {
+  for (const std::string& path : suites) {
     std::string label = fs::path(path).filename().string();
     if (label.size() > 6 && label.substr(label.size() - 6) == ".jsonl")
       label = label.substr(0, label.size() - 6);
@@ -85,9 +88,8 @@ int run_evaluate_suites(int argc, char** argv) {
                 label.c_str(), (long long)r.items, r.acc, r.acc_len_norm, r.bpb, r.ce_loss,
                 (long long)r.forwards, r.seconds);
   }
-  if (a.has("--canaries")) {
-    olmo::eval::ExposureEvaluator ev(a.get("--canaries"), tok, a.get_int("--candidates", 64),
-                                     a.get_int("--per-count", 0));
+  if (!canaries.empty()) {
+    olmo::eval::ExposureEvaluator ev(canaries, tok, candidates, per_count);
     olmo::eval::ExposureResult r = ev.run(*m);
     json by = json::object();
     for (const auto& e : r.canaries)
@@ -105,10 +107,10 @@ int run_evaluate_suites(int argc, char** argv) {
     out.push_back({{"kind", "exposure"}, {"candidates", r.candidates}, {"by_count", by},
                    {"seconds", r.seconds}});
   }
-  if (a.has("--out")) {
+  if (!out_path.empty()) {
     std::string text;
     for (const auto& j : out) text += j.dump() + "\n";
-    olmo::write_file_atomic(a.get("--out"), text);
+    olmo::write_file_atomic(out_path, text);
   }
   return 0;
 }

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "tokenizer/bpe.h"
@@ -77,47 +77,67 @@ model::HfTokenizerSpec dolma2_spec(const tokenizer::Tokenizer& tok) {
 }
 
 int run_export(int argc, char** argv) {
-  cli::Args a(argc, argv, {"--hf-vocab", "--no-tokenizer", "--force"});
-  bool from_config = a.has("--config");
-  if (a.has("--help") || !a.has("--out") || (!from_config && a.positional().size() != 1)) {
-    std::printf(
-        "usage: olmo export PATH --out HF_DIR [--tokenizer FILE] [--no-tokenizer]\n"
-        "                   [--max-shard-size 5GB] [--hf-vocab] [--force]\n"
-        "       olmo export --config CONFIG.yaml [key=value ...] [--seed S] --out HF_DIR [...]\n"
-        "Writes a Hugging Face model dir (config.json, model.safetensors or shards + index,\n"
-        "generation_config.json, tokenizer.json, tokenizer_config.json) loadable offline by\n"
-        "transformers. PATH: checkpoint dir, run dir (newest complete checkpoint) or HF dir.\n"
-        "--config: the config's model (with key=value overrides), initialised with --seed\n"
-        "(default 0), instead of PATH.\n"
-        "--hf-vocab: slice embed_tokens/lm_head to the tokenizer's 100278 ids (as released\n"
-        "OLMo checkpoints; the export then no longer loads into a padded-vocab trainer).\n"
-        "--force: overwrite a non-empty HF_DIR.\n");
-    return a.has("--help") ? 0 : 1;
-  }
-  a.finish({"--out", "--tokenizer", "--no-tokenizer", "--max-shard-size", "--hf-vocab",
-            "--force", "--config", "--seed"});
+  auto app = cli::make_app(
+      "export",
+      "Writes a Hugging Face model dir (config.json, model.safetensors or shards + index, "
+      "generation_config.json, tokenizer.json, tokenizer_config.json) loadable offline by "
+      "transformers, from a checkpoint, a run dir (its newest complete checkpoint) or an HF "
+      "dir; or, with --config, from a config's model initialised with --seed.");
+  std::vector<std::string> pos;
+  std::string out, tok_path, shard_size, config;
+  bool no_tokenizer = false, hf_vocab = false, force = false;
+  uint64_t seed = 0;
+  app->add_option("PATH", pos,
+                  "checkpoint dir, run dir or HF dir; with --config: key=value overrides");
+  app->add_option("--out", out, "HF_DIR to write")->required();
+  app->add_option("--tokenizer", tok_path, "rank file (default data/tokenizer/"
+                                           "cl100k_base.tiktoken)");
+  app->add_flag("--no-tokenizer", no_tokenizer, "no tokenizer files");
+  app->add_option("--max-shard-size", shard_size, "shard the weights above this size: 5GB, "
+                                                  "500MB, 2KB or a byte count (default 5GB)")
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            try {
+              parse_size(s);
+            } catch (const Error& e) {
+              return std::string(e.what());
+            }
+            return std::string();
+          },
+          "SIZE"));
+  app->add_flag("--hf-vocab", hf_vocab, "slice embed_tokens/lm_head to the tokenizer's 100278 "
+                                        "ids (as released OLMo checkpoints; the export then no "
+                                        "longer loads into a padded-vocab trainer)");
+  app->add_flag("--force", force, "overwrite a non-empty HF_DIR");
+  app->add_option("--config", config, "CONFIG.yaml: export its model, freshly initialised");
+  auto* seed_opt = app->add_option("--seed", seed, "init seed with --config");
+  cli::parse(*app, argc, argv);
+  const bool from_config = !config.empty();
+  if (!from_config && pos.size() != 1)
+    cli::usage_error(*app, "give one PATH (or --config CONFIG.yaml [key=value ...])");
+  if (!from_config && seed_opt->count())
+    cli::usage_error(*app, "--seed only applies with --config");
   std::unique_ptr<model::Olmo3> m;
   std::string source;
   if (from_config) {
-    train::Config cfg = train::load_config(a.get("--config"), a.positional());
+    train::Config cfg = train::load_config(config, pos);
     m = std::make_unique<model::Olmo3>(train::model_config(cfg));
-    m->init_weights(uint64_t(a.get_int("--seed", 0)));
-    source = a.get("--config") + " (seed " + std::to_string(a.get_int("--seed", 0)) + ")";
+    m->init_weights(seed);
+    source = config + " (seed " + std::to_string(seed) + ")";
   } else {
-    OLMO_CHECK(!a.has("--seed"), "--seed only applies with --config");
-    source = a.positional()[0];
+    source = pos[0];
     check_complete(source);
     m = train::load_model_for_inference(source);
   }
 
   model::HfExportOptions opt;
-  opt.overwrite = a.has("--force");
-  if (a.has("--max-shard-size")) opt.max_shard_bytes = parse_size(a.get("--max-shard-size"));
+  opt.overwrite = force;
+  if (!shard_size.empty()) opt.max_shard_bytes = parse_size(shard_size);
   std::unique_ptr<tokenizer::Tokenizer> tok;
   model::HfTokenizerSpec spec;
-  if (!a.has("--no-tokenizer")) {
-    tok = std::make_unique<tokenizer::Tokenizer>(
-        tokenizer::Tokenizer::load(a.get("--tokenizer", tokenizer::Tokenizer::default_path())));
+  if (!no_tokenizer) {
+    tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(
+        tok_path.empty() ? tokenizer::Tokenizer::default_path() : tok_path));
     if (int64_t(tok->vocab_size()) <= m->config().vocab_size) {
       spec = dolma2_spec(*tok);
       opt.tokenizer = &spec;
@@ -128,13 +148,13 @@ int run_export(int argc, char** argv) {
                    (long long)m->config().vocab_size, tok->vocab_size());
     }
   }
-  if (a.has("--hf-vocab")) {
+  if (hf_vocab) {
     OLMO_CHECK(tok, "--hf-vocab needs the tokenizer (drop --no-tokenizer)");
     opt.vocab_rows = tok->vocab_size();
   }
-  auto files = model::export_hf(*m, a.get("--out"), opt);
+  auto files = model::export_hf(*m, out, opt);
   std::printf("exported %s (%lld parameters) to %s:", source.c_str(),
-              (long long)m->num_params(), a.get("--out").c_str());
+              (long long)m->num_params(), out.c_str());
   for (auto& f : files) std::printf(" %s", f.c_str());
   std::printf("\n");
   return 0;

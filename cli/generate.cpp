@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -57,52 +57,60 @@ std::vector<uint32_t> parse_ids(const std::string& line, const std::string& wher
 }
 
 int run_generate(int argc, char** argv) {
-  cli::Args a(argc, argv, {"--ids", "--json"});
-  int sources = a.has("--prompt") + a.has("--prompts") + a.has("--prompt-ids");
-  if (a.has("--help") || a.positional().size() != 1 || sources != 1) {
-    std::printf(
-        "usage: olmo generate PATH (--prompt TEXT | --prompts FILE | --prompt-ids FILE)\n"
-        "       [--tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--eos ID]\n"
-        "       [--tokenizer FILE] [--ids] [--json] [--logits-out FILE]\n"
-        "Continues each prompt with the model in PATH (checkpoint dir, run dir or HF dir),\n"
-        "using a KV cache; several prompts run as one batch. --tokens: new tokens (32).\n"
-        "Greedy unless --temperature > 0 (then top-k / top-p / seed apply). Stops at\n"
-        "<|endoftext|> (--eos ID overrides, -1: never). --ids prints token ids; --json prints\n"
-        "one object per prompt. Decode speed goes to stderr. --logits-out: the raw fp32\n"
-        "logits row of every new token, prompt after prompt (vocab_size floats each).\n");
-    return a.has("--help") ? 0 : 1;
-  }
-  a.finish({"--prompt", "--prompts", "--prompt-ids", "--tokens", "--temperature", "--top-k",
-            "--top-p", "--seed", "--eos", "--tokenizer", "--ids", "--json", "--logits-out"});
+  auto app = cli::make_app(
+      "generate",
+      "Continues each prompt with the model in PATH, using a KV cache; several prompts run as "
+      "one batch. Greedy unless --temperature > 0 (then --top-k / --top-p / --seed apply). "
+      "Stops at <|endoftext|>. Decode speed goes to stderr.");
+  std::string path, prompt, prompts_file, ids_file, tok_path, logits_out;
+  bool print_ids = false, json = false;
   eval::GenerateOptions opt;
-  opt.max_new_tokens = a.get_int("--tokens", 32);
-  OLMO_CHECK(opt.max_new_tokens >= 1, "--tokens must be >= 1");
-  opt.sampling.temperature = a.get_double("--temperature", 0);
-  opt.sampling.top_k = a.get_int("--top-k", 0);
-  opt.sampling.top_p = a.get_double("--top-p", 1.0);
-  opt.sampling.seed = uint64_t(a.get_int("--seed", 0));
+  opt.max_new_tokens = 32;
+  app->add_option("PATH", path, "checkpoint dir, run dir (newest complete checkpoint) or HF dir")
+      ->required();
+  auto* source = app->add_option_group("prompt source", "exactly one of");
+  source->add_option("--prompt", prompt, "one prompt (text)");
+  source->add_option("--prompts", prompts_file, "a file of prompts, one per line");
+  source->add_option("--prompt-ids", ids_file, "a file of token-id lines, one prompt per line (no "
+                                               "tokenizer needed)");
+  source->require_option(1);
+  app->add_option("--tokens", opt.max_new_tokens, "new tokens per prompt")
+      ->check(olmo::cli::positive());
+  app->add_option("--temperature", opt.sampling.temperature, "0: greedy");
+  app->add_option("--top-k", opt.sampling.top_k, "sample from the K most likely (0: all)");
+  app->add_option("--top-p", opt.sampling.top_p, "nucleus sampling mass");
+  app->add_option("--seed", opt.sampling.seed, "sampling seed");
+  int64_t eos_arg = -1;
+  auto* eos_opt = app->add_option("--eos", eos_arg, "stop token id (-1: never)")
+                      ->default_str("<|endoftext|>");
+  app->add_option("--tokenizer", tok_path, "rank file (default data/tokenizer/"
+                                           "cl100k_base.tiktoken)");
+  app->add_flag("--ids", print_ids, "also print the token ids");
+  app->add_flag("--json", json, "one JSON object per prompt (prompt_ids, ids, text, finish)");
+  app->add_option("--logits-out", logits_out, "the raw fp32 logits row of every new token, "
+                                              "prompt after prompt (vocab_size floats each)");
+  cli::parse(*app, argc, argv);
   eval::validate(opt.sampling);
-
-  auto m = train::load_model_for_inference(a.positional()[0]);
+  auto m = train::load_model_for_inference(path);
   const int64_t V = m->config().vocab_size;
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<std::vector<uint32_t>> prompts;
-  if (a.has("--prompt-ids")) {
-    auto lines = read_lines(a.get("--prompt-ids"));
+  if (!ids_file.empty()) {
+    auto lines = read_lines(ids_file);
     for (size_t i = 0; i < lines.size(); ++i)
-      prompts.push_back(parse_ids(lines[i], a.get("--prompt-ids") + ":" + std::to_string(i + 1)));
-    if (a.has("--tokenizer"))
-      tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(a.get("--tokenizer")));
+      prompts.push_back(parse_ids(lines[i], ids_file + ":" + std::to_string(i + 1)));
+    if (!tok_path.empty())
+      tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(tok_path));
   } else {
-    tok = std::make_unique<tokenizer::Tokenizer>(
-        tokenizer::Tokenizer::load(a.get("--tokenizer", tokenizer::Tokenizer::default_path())));
+    tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::Tokenizer::load(
+        tok_path.empty() ? tokenizer::Tokenizer::default_path() : tok_path));
     std::vector<std::string> texts =
-        a.has("--prompt") ? std::vector<std::string>{a.get("--prompt")} : read_lines(a.get("--prompts"));
+        prompts_file.empty() ? std::vector<std::string>{prompt} : read_lines(prompts_file);
     for (size_t i = 0; i < texts.size(); ++i) {
       prompts.push_back(tok->encode(texts[i]));
       OLMO_CHECK(!prompts.back().empty(), "prompt ", i, " encodes to no tokens");
     }
-    OLMO_CHECK(int64_t(tok->vocab_size()) <= V, a.positional()[0], ": the model's vocabulary (",
+    OLMO_CHECK(int64_t(tok->vocab_size()) <= V, path, ": the model's vocabulary (",
                V, ") is smaller than the tokenizer's (", tok->vocab_size(),
                "); use --prompt-ids for models with another vocabulary");
   }
@@ -110,21 +118,21 @@ int run_generate(int argc, char** argv) {
     opt.vocab_limit = std::min<int64_t>(V, tok->vocab_size());
     if (int64_t(tok->eos_id()) < V) opt.eos_id = tok->eos_id();
   }
-  opt.eos_id = a.get_int("--eos", opt.eos_id);
+  if (eos_opt->count()) opt.eos_id = eos_arg;
 
   std::vector<std::vector<float>> step_logits;
-  if (a.has("--logits-out")) opt.step_logits = &step_logits;
+  if (!logits_out.empty()) opt.step_logits = &step_logits;
   eval::Generation g = eval::generate(*m, prompts, opt);
-  if (a.has("--logits-out")) {
+  if (!logits_out.empty()) {
     std::string bytes;
     for (const auto& v : step_logits)
       bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-    write_file_atomic(a.get("--logits-out"), bytes);
+    write_file_atomic(logits_out, bytes);
   }
   bool tty = isatty(fileno(stdout));
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& out = g.tokens[i];
-    if (a.has("--json")) {
+    if (json) {
       nlohmann::json j = {{"prompt_ids", prompts[i]}, {"ids", out}, {"finish", g.finish[i]}};
       if (tok) j["text"] = tok->decode(out);
       std::printf("%s\n", j.dump().c_str());
@@ -134,7 +142,7 @@ int run_generate(int argc, char** argv) {
       std::printf("%s", tok->decode(prompts[i]).c_str());
       std::printf(tty ? "\033[1m%s\033[0m\n" : "%s\n", tok->decode(out).c_str());
     }
-    if (a.has("--ids") || !tok) {
+    if (print_ids || !tok) {
       std::printf("prompt ids:");
       for (auto t : prompts[i]) std::printf(" %u", t);
       std::printf("\nnew ids:");

@@ -8,8 +8,9 @@
 #include <cstdio>
 #include <string>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
+#include "core/error.h"
 #include "ckpt/checkpoint.h"
 #include "core/file_io.h"
 #include "core/format.h"
@@ -26,58 +27,66 @@ namespace {
 using olmo::commas;
 double gib(int64_t b) { return double(b) / double(1ll << 30); }
 
+// The valid values of a flag that sets a config choice field (train/config.cpp choice_fields).
+std::vector<std::string> choices(const char* key) { return olmo::train::choice_field(key)->values; }
+
 int run_info(int argc, char** argv) {
   using namespace olmo::model;
-  olmo::cli::Args a(argc, argv, {"--json", "--config-reference"});
-  if (a.has("--help")) {
-    std::printf(
-        "usage: olmo info (--preset NAME | --config config.json | --checkpoint DIR) [--vocab hf|padded]\n"
-        "                 [--seq S]\n"
-        "                 [--batch B] [--processes N] [--reduce exact|fast] [--micro-batches K]\n"
-        "                 [--zero-stage 2|3]\n"
-        "                 [--json]\n"
-        "       olmo info --config-reference   (every training config key, as docs/config.md)\n"
-        "Prints total and non-embedding parameters, training FLOPs per token (ours and\n"
-        "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan, per activation-\n"
-        "checkpointing mode with the smallest process count that fits 256 / 512 GiB nodes.\n"
-        "  --checkpoint  a checkpoint (RUN_DIR/stepN) or run dir (its newest complete checkpoint):\n"
-        "            the model configuration it was trained with (YaRN, precision included)\n"
-        "  --vocab   padded (100352, default) or hf (100278); presets only\n"
-        "  --seq     sequence length for FLOPs/activations (default: the model's max_seq_len)\n"
-        "  --batch   micro-batch size (sequences) for the activation memory (default 1)\n"
-        "  --processes  data-parallel processes: the per-rank ZeRO plan and the bytes each\n"
-        "            rank moves per step (default 1)\n"
-        "  --zero-stage  2 (default: full parameters per process; the ZeRO-3 table is printed\n"
-        "            too) or 3 (parameters sharded, dist.zero_stage=3)\n"
-        "  --reduce  exact (default) or fast gradient reduction (see src/distributed/zero.h)\n"
-        "  --micro-batches  micro-batches per rank per step\n"
-        "  --exact-accumulator  auto (default: dist::local_accumulator, sharded above 8\n"
-        "            processes or at one micro-batch per rank), local (8 B/param, one\n"
-        "            reduction per step) or sharded (8 B/param / N, one per micro-batch)\n"
-        "presets:");
-    for (auto& n : preset_names()) std::printf(" %s", n.c_str());
-    std::printf("\n");
-    return 0;
-  }
-  if (a.has("--config-reference")) {
-    a.finish({"--config-reference"});
+  auto app = olmo::cli::make_app(
+      "info",
+      "Prints total and non-embedding parameters, training FLOPs per token (ours and "
+      "OLMo-core's 6N + 12*L*H*hd*S) and the fp32 training memory plan, per activation-"
+      "checkpointing mode with the smallest process count that fits 256 / 512 GiB nodes.");
+  std::string preset_name, hf_config, checkpoint, vocab = "padded", reduce = "exact";
+  std::string acc_arg = "auto";
+  int64_t S = 0, mb = 1, W = 1, K = 1;
+  int zs = 2;
+  bool json = false, reference = false;
+  auto* source = app->add_option_group("model", "exactly one of");
+  source->add_option("--preset", preset_name,
+                    "a preset: " + CLI::detail::join(preset_names(), ", "));
+  source->add_option("--config", hf_config, "an HF config.json");
+  source->add_option("--checkpoint", checkpoint,
+                    "a checkpoint (RUN_DIR/stepN) or run dir (its newest complete checkpoint): "
+                    "the model configuration it was trained with (YaRN, precision included)");
+  source->add_flag("--config-reference", reference,
+                  "print every training config key instead (as docs/config.md)");
+  source->require_option(1);
+  app->add_option("--vocab", vocab, "padded (100352) or hf (100278); presets only")
+      ->check(CLI::IsMember({"padded", "hf"}));
+  auto* seq_opt = app->add_option("--seq", S, "sequence length for FLOPs/activations (default: "
+                                              "the model's max_seq_len)")
+                      ->check(olmo::cli::positive());
+  app->add_option("--batch", mb, "micro-batch size (sequences) for the activation memory")
+      ->check(olmo::cli::positive());
+  app->add_option("--processes", W, "data-parallel processes: the per-rank ZeRO plan and the "
+                                    "bytes each rank moves per step")
+      ->check(olmo::cli::positive());
+  app->add_option("--reduce", reduce, "gradient reduction (src/distributed/zero.h)")
+      ->check(CLI::IsMember(choices("dist.reduce")));
+  app->add_option("--micro-batches", K, "micro-batches per rank per step")
+      ->check(olmo::cli::positive());
+  app->add_option("--exact-accumulator", acc_arg,
+                  "auto: dist::local_accumulator, sharded above 8 processes or at one "
+                  "micro-batch per rank; local: 8 B/param, one reduction per step; sharded: 8 "
+                  "B/param / N, one per micro-batch")
+      ->check(CLI::IsMember(choices("dist.exact_accumulator")));
+  app->add_option("--zero-stage", zs, "2: full parameters per process (the ZeRO-3 table is "
+                                      "printed too); 3: parameters sharded (dist.zero_stage=3)")
+      ->check(CLI::IsMember({2, 3}));
+  app->add_flag("--json", json, "print JSON");
+  olmo::cli::parse(*app, argc, argv);
+  if (reference) {
     std::printf("%s", olmo::train::config_reference_markdown().c_str());
     return 0;
   }
-  a.finish({"--preset", "--config", "--checkpoint", "--vocab", "--seq", "--batch", "--json", "--processes",
-            "--reduce", "--micro-batches", "--exact-accumulator", "--zero-stage"});
-  OLMO_CHECK(int(a.has("--preset")) + int(a.has("--config")) + int(a.has("--checkpoint")) == 1,
-             "give exactly one of --preset, --config, --checkpoint");
-  std::string vocab = a.get("--vocab", "padded");
-  OLMO_CHECK(vocab == "padded" || vocab == "hf", "--vocab must be 'hf' or 'padded', got '",
-             vocab, "'");
   ModelConfig c;
-  if (a.has("--preset")) {
-    c = preset(a.get("--preset"), vocab == "padded");
-  } else if (a.has("--config")) {
-    c = config_from_hf_json(a.get("--config"));
+  if (!preset_name.empty()) {
+    c = preset(preset_name, vocab == "padded");
+  } else if (!hf_config.empty()) {
+    c = config_from_hf_json(hf_config);
   } else {
-    std::string dir = a.get("--checkpoint");
+    std::string dir = checkpoint;
     if (!olmo::file_exists(dir + "/COMMITTED")) {
       auto l = olmo::ckpt::latest_complete(dir);
       OLMO_CHECK(l, dir, ": neither a checkpoint (stepN) nor a run dir with one");
@@ -86,37 +95,19 @@ int run_info(int argc, char** argv) {
     olmo::ckpt::CheckpointReader r(dir);
     c = model_config_from_json(r.json("model"), dir + "/state.json");
   }
-  const int64_t S = a.get_int("--seq", c.max_seq_len);
-  const int64_t mb = a.get_int("--batch", 1);
-  OLMO_CHECK(S > 0, "--seq must be positive");
-  OLMO_CHECK(mb > 0, "--batch must be positive");
+  if (!seq_opt->count()) S = c.max_seq_len;
   ParamCounts p = count_params(c);
   const double f = flops_per_token(c, S), fo = olmo_core_flops_per_token(c, S);
-  const int64_t W = a.get_int("--processes", 1), K = a.get_int("--micro-batches", 1);
-  const std::string reduce = a.get("--reduce", "exact");
-  OLMO_CHECK(W >= 1, "--processes must be >= 1");
-  OLMO_CHECK(K >= 1, "--micro-batches must be >= 1");
-  // The valid values are the config table's (train/config.cpp choice_fields).
-  auto check_choice = [](const std::string& flag, const char* key, const std::string& v) {
-    const olmo::train::ChoiceField* f = olmo::train::choice_field(key);
-    OLMO_CHECK(std::find(f->values.begin(), f->values.end(), v) != f->values.end(), flag,
-               " must be ", olmo::train::choice_list(*f), ", got '", v, "'");
-  };
-  check_choice("--reduce", "dist.reduce", reduce);
   const bool exact = olmo::dist::parse_reduce_mode(reduce) == olmo::dist::ReduceMode::exact;
-  const std::string acc_arg = a.get("--exact-accumulator", "auto");
-  check_choice("--exact-accumulator", "dist.exact_accumulator", acc_arg);
   const std::string acc = olmo::dist::local_accumulator(acc_arg, W, K) ? "local" : "sharded";
-  const int zs = int(a.get_int("--zero-stage", 2));
-  OLMO_CHECK(zs == 2 || zs == 3, "--zero-stage must be 2 or 3, got ", zs);
-  OLMO_CHECK(zs == 2 || exact, "--zero-stage 3 needs --reduce exact");
+  if (zs == 3 && !exact) olmo::cli::usage_error(*app, "--zero-stage 3 needs --reduce exact");
   MemoryPlan m = memory_plan(c, S, mb, W, exact, K, acc == "local", zs);
   olmo::train::PlanInputs plan_in{S, mb, W, exact, acc_arg, 0, K};
   plan_in.zero_stage = zs;
   int64_t full = 0;
   for (int64_t w : c.layer_window) full += w == 0;
 
-  if (a.has("--json")) {
+  if (json) {
     nlohmann::json j;
     j["model"] = c.name;
     j["config"] = model_config_to_json(c);

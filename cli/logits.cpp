@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/cpu.h"
 #include "core/error.h"
@@ -31,23 +31,26 @@ std::vector<std::vector<int32_t>> read_tokens(const std::string& path, int64_t V
 }
 
 int run_logits(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--loss"});
-  if (a.has("--help")) {
-    std::printf(
-        "usage: olmo logits --model DIR --tokens FILE (--out OUT | --loss)\n"
-        "  DIR    HF model directory: config.json + model.safetensors (or sharded index)\n"
-        "  FILE   one sequence of whitespace-separated token ids per line\n"
-        "  OUT    fp32 little-endian logits: each sequence's [len x vocab] in order\n"
-        "         (= [sequences x positions x vocab] when all lengths are equal)\n"
-        "  --loss print the mean next-token loss of each sequence instead\n"
-        "  --grads G   write d(mean loss)/d(params) of the whole batch (equal lengths) to G\n"
-        "              (fp32 safetensors, HF names); --z-loss C adds C * mean z-loss\n");
-    return 0;
-  }
-  a.finish({"--model", "--tokens", "--out", "--loss", "--grads", "--z-loss"});
-  const std::string dir = a.require("--model"), tok = a.require("--tokens");
-  const bool loss = a.has("--loss");
-  OLMO_CHECK(loss || a.has("--out") || a.has("--grads"), "give --out OUT (logits), --loss or --grads G");
+  auto app = olmo::cli::make_app(
+      "logits", "Runs an HF-format OLMo 3 model directory on token sequences, each on its own "
+                "(batch 1, so lengths may differ): logits, losses or gradients.");
+  std::string dir, tok, out, grads;
+  bool loss = false;
+  double z_loss = 0.0;
+  app->add_option("--model", dir, "HF model directory: config.json + model.safetensors (or a "
+                                  "sharded index)")
+      ->required();
+  app->add_option("--tokens", tok, "one sequence of whitespace-separated token ids per line")
+      ->required();
+  app->add_option("--out", out, "fp32 little-endian logits: each sequence's [len x vocab] in "
+                                "order (= [sequences x positions x vocab] at equal lengths)");
+  app->add_flag("--loss", loss, "print the mean next-token loss of each sequence instead");
+  app->add_option("--grads", grads, "write d(mean loss)/d(params) of the whole batch (equal "
+                                    "lengths) to this file (fp32 safetensors, HF names)");
+  app->add_option("--z-loss", z_loss, "--grads: add C * mean z-loss");
+  olmo::cli::parse(*app, argc, argv);
+  if (!loss && out.empty() && grads.empty())
+    olmo::cli::usage_error(*app, "give --out OUT (logits), --loss or --grads G");
   olmo::model::Olmo3 m = olmo::model::load_hf(dir);
   std::fprintf(stderr, "isa: %s (CPU: %s)\n", olmo::isa_name(olmo::active_isa()),
                olmo::isa_name(olmo::detected_isa()));
@@ -57,7 +60,7 @@ int run_logits(int argc, char** argv) {
     OLMO_CHECK(int64_t(seqs[i].size()) <= m.config().max_seq_len, tok, ": sequence ", i + 1,
                " has ", seqs[i].size(), " tokens, more than max_position_embeddings ",
                m.config().max_seq_len, " of ", dir);
-  if (a.has("--grads")) {
+  if (!grads.empty()) {
     const int64_t B = int64_t(seqs.size()), T = int64_t(seqs[0].size());
     std::vector<int32_t> ids, tgt;
     for (size_t i = 0; i < seqs.size(); ++i) {
@@ -68,7 +71,7 @@ int run_logits(int argc, char** argv) {
         tgt.push_back(t + 1 < T ? seqs[i][t + 1] : olmo::kIgnoreIndex);
       }
     }
-    const float z = float(a.get_double("--z-loss", 0.0));
+    const float z = float(z_loss);
     auto r0 = m.forward_loss(ids.data(), tgt.data(), nullptr, B, T, z);
     OLMO_CHECK(r0.count > 0, tok, ": no next-token targets (sequences need 2+ tokens)");
     m.zero_grad();
@@ -76,7 +79,7 @@ int run_logits(int argc, char** argv) {
     olmo::model::SafetensorsWriter w;
     for (const auto& p : m.params_info())
       w.add(p.name, olmo::model::DType::F32, p.shape, m.grads() + p.offset);
-    w.write(a.get("--grads"));
+    w.write(grads);
     std::printf("batch loss %.8f (ce %.8f, z %.8f, tokens %lld)\n",
                 (r.ce_sum + z * r.z_sum) / double(r.count), r.ce_sum / double(r.count),
                 r.z_sum / double(r.count), (long long)r.count);
@@ -95,8 +98,7 @@ int run_logits(int argc, char** argv) {
     }
     return 0;
   }
-  if (!a.has("--out")) return 0;
-  const std::string out = a.get("--out");
+  if (out.empty()) return 0;
   olmo::AtomicFile f(out);  // core: temporary, fsync, rename, fsync dir; removed on failure
   std::vector<float> logits;
   for (const auto& s : seqs) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -18,20 +18,20 @@
 namespace {
 
 int run_plot(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv);
-  if (a.has("--help") || a.positional().size() != 1) {
-    std::printf("usage: olmo plot RUN_DIR [--out PNG]   (default PNG: RUN_DIR/loss.png)\n");
-    return a.has("--help") ? 0 : 1;
-  }
-  a.finish({"--out"});
+  auto app = olmo::cli::make_app("plot", "Draws a run's train and held-out loss curves to a PNG "
+                                         "(scripts/plot_run.py, matplotlib).");
+  std::string run, out;
+  app->add_option("RUN_DIR", run, "the run directory")->required();
+  app->add_option("--out", out, "the PNG to write (default RUN_DIR/loss.png)");
+  olmo::cli::parse(*app, argc, argv);
   std::string py = std::string(OLMO_SOURCE_DIR) + "/.venv/bin/python";
   if (!olmo::file_exists(py)) py = "python3";
   std::string script = std::string(OLMO_SOURCE_DIR) + "/scripts/plot_run.py";
   OLMO_CHECK(olmo::file_exists(script), "missing ", script);
-  OLMO_CHECK(olmo::file_exists(a.positional()[0]), a.positional()[0], ": run directory not found");
-  const std::string out = a.has("--out") ? a.get("--out") : a.positional()[0] + "/loss.png";
+  OLMO_CHECK(olmo::file_exists(run), run, ": run directory not found");
+  if (out.empty()) out = run + "/loss.png";
   olmo::AtomicFile png(out);  // the child fills png.temp_path(); commit fsyncs and renames it
-  std::vector<std::string> args = {py, script, a.positional()[0], "--out", out,
+  std::vector<std::string> args = {py, script, run, "--out", out,
                                    "--write-to", png.temp_path()};
   std::vector<char*> cargs;
   for (auto& s : args) cargs.push_back(s.data());
@@ -48,8 +48,9 @@ int run_plot(int argc, char** argv) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;  // png's destructor removes the temporary
+  // On failure (the script said why on stderr) png's destructor removes the temporary.
+  OLMO_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "plot: ", script, " failed (",
+             WIFEXITED(status) ? olmo::cat("exit ", WEXITSTATUS(status)) : "killed", ")");
   png.commit();
   return 0;
 }

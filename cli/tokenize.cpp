@@ -10,7 +10,7 @@
 #include <iostream>
 #include <string>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -59,32 +59,34 @@ void parse_ids(std::string_view l, const olmo::tokenizer::Tokenizer& tok, const 
 }
 
 int run_tokenize(int argc, char** argv) {
-  olmo::cli::Args a(argc, argv, {"--decode", "--bench", "--jsonl"});
-  if (a.has("--help")) {
-    std::printf(
-        "usage: olmo tokenize [--tokenizer FILE] [--decode] [--jsonl] FILE\n"
-        "  encode each line of FILE (\"-\" = stdin) to token ids, one output line per input line;\n"
-        "  --decode: read lines of space-separated ids and print the decoded text.\n"
-        "  --jsonl: input lines are JSON objects, their \"text\" is encoded (blank lines skipped);\n"
-        "           with --decode, output lines are {\"text\": ...}.\n"
-        "  --tokenizer: .tiktoken rank file or HF tokenizer.json (default $OLMO_TOKENIZER or\n"
-        "  data/tokenizer/cl100k_base.tiktoken).\n"
-        "  --bench: encode the whole FILE as one text on one thread, best of --repeat N (3),\n"
-        "  and print bytes, tokens, seconds, MB/s (for bench/tokenizer_bench.py).\n");
-    return 0;
-  }
-  a.finish({"--tokenizer", "--decode", "--bench", "--repeat", "--jsonl"});
-  OLMO_CHECK(a.positional().size() == 1, "tokenize: expected exactly one input FILE");
-  const std::string in = a.positional()[0];
-  auto tok = olmo::tokenizer::Tokenizer::load(a.get("--tokenizer", olmo::tokenizer::Tokenizer::default_path()));
+  auto app = olmo::cli::make_app(
+      "tokenize",
+      "Encodes each line of FILE to token ids (space separated, one output line per input "
+      "line), or with --decode turns lines of ids back into text.");
+  std::string in, tok_path = olmo::tokenizer::Tokenizer::default_path();
+  bool decode = false, jsonl = false, bench_mode = false;
+  int repeat = 3;
+  app->add_option("FILE", in, "the input (\"-\": stdin)")->required();
+  app->add_option("--tokenizer", tok_path,
+                  ".tiktoken rank file or HF tokenizer.json (default $OLMO_TOKENIZER or "
+                  "data/tokenizer/cl100k_base.tiktoken)");
+  app->add_flag("--decode", decode, "read lines of space-separated ids, print the decoded text");
+  app->add_flag("--jsonl", jsonl,
+                "input lines are JSON objects, their \"text\" is encoded (blank lines skipped); "
+                "with --decode, output lines are {\"text\": ...}");
+  app->add_flag("--bench", bench_mode,
+                "encode the whole FILE as one text on one thread, best of --repeat, and print "
+                "bytes, tokens, seconds, MB/s (bench/tokenizer_bench.py)");
+  app->add_option("--repeat", repeat, "--bench repetitions")->check(olmo::cli::positive());
+  olmo::cli::parse(*app, argc, argv);
+  auto tok = olmo::tokenizer::Tokenizer::load(tok_path);
   std::string data;
   if (in == "-") {
     data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
     data = olmo::read_file(in);
   }
-  if (a.has("--bench")) return bench(tok, data, int(a.get_int("--repeat", 3)));
-  const bool decode = a.has("--decode"), jsonl = a.has("--jsonl");
+  if (bench_mode) return bench(tok, data, repeat);
   std::string out;
   std::vector<uint32_t> ids;
   size_t pos = 0, line = 0;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
+#include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/format.h"
@@ -96,32 +96,35 @@ void dry_run(const olmo::train::Config& c) {
 
 int run_train(int argc, char** argv) {
   using namespace olmo;
-  cli::Args a(argc, argv, {"--dry-run"});
-  if (a.has("--help") || a.positional().empty()) {
-    std::printf(
-        "usage: olmo train CONFIG.yaml [key=value ...] [--dry-run]\n"
-        "Trains the run described by CONFIG (configs/*.yaml); key=value overrides any field\n"
-        "(dotted keys, YAML values: optim.lr=1e-3 model.window_pattern=[64,64,64,-1]).\n"
-        "A run dir holding a complete checkpoint is resumed from the newest one.\n"
-        "Data parallel: mpirun -np N build/olmo train CONFIG (any N that divides the\n"
-        "micro-batches of a step; dist.reduce=exact gives the same bits for every N).\n"
-        "SIGTERM, SIGINT or SIGUSR1 (a scheduler's preemption notice) stops the run after the\n"
-        "current step with a checkpoint of it.\n"
-        "  --dry-run   print the resolved config, parameters, memory plan and steps; no training\n"
-        "  --allow-recipe-change a,b  a resume may change these recipe fields (keys, sections,\n"
-        "              unique leaf names or schedule; = trainer.allow_recipe_change=[a,b]); any\n"
-        "              other change of a field that alters the trajectory is refused\n"
-        "exit codes: 0 done (or stopped for a resize by olmo launch), 1 error, %d preempted:\n"
-        "  a checkpoint of the stop step was written; the same command resumes from it\n",
-        train::kExitPreempted);
-    return a.has("--help") ? 0 : 1;
-  }
-  a.finish({"--dry-run", "--allow-recipe-change"});
-  std::vector<std::string> overrides(a.positional().begin() + 1, a.positional().end());
-  if (a.has("--allow-recipe-change"))
-    overrides.push_back("trainer.allow_recipe_change=[" + a.get("--allow-recipe-change") + "]");
-  train::Config c = train::load_config(a.positional()[0], overrides);
-  if (a.has("--dry-run")) {
+  auto app = cli::make_app(
+      "train",
+      "Trains the run described by CONFIG (configs/*.yaml). A run dir holding a complete "
+      "checkpoint is resumed from the newest one.");
+  std::string config, allow;
+  std::vector<std::string> overrides;
+  bool dry = false;
+  app->add_option("CONFIG", config, "the YAML config")->required();
+  app->add_option("overrides", overrides,
+                  "key=value: override any field (dotted keys, YAML values: optim.lr=1e-3 "
+                  "model.window_pattern=[64,64,64,-1])");
+  app->add_flag("--dry-run", dry,
+                "print the resolved config, parameters, memory plan and steps; no training");
+  auto* allow_opt = app->add_option("--allow-recipe-change", allow,
+                  "a,b: a resume may change these recipe fields (keys, sections, unique leaf "
+                  "names or schedule; = trainer.allow_recipe_change=[a,b]); any other change of "
+                  "a field that alters the trajectory is refused");
+  app->footer(cat(
+      "Data parallel: mpirun -np N build/olmo train CONFIG (any N that divides the micro-batches "
+      "of a step; dist.reduce=exact gives the same bits for every N).\n"
+      "SIGTERM, SIGINT or SIGUSR1 (a scheduler's preemption notice) stops the run after the "
+      "current step with a checkpoint of it.\n"
+      "exit: 0 done (or stopped for a resize by olmo launch), 1 error, 2 usage, ",
+      train::kExitPreempted,
+      " preempted: a checkpoint of the stop step was written; the same command resumes from it"));
+  cli::parse(*app, argc, argv);
+  if (allow_opt->count()) overrides.push_back("trainer.allow_recipe_change=[" + allow + "]");
+  train::Config c = train::load_config(config, overrides);
+  if (dry) {
     dry_run(c);
     return 0;
   }

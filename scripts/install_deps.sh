@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS="build-essential cmake pkg-config libdnnl-dev libpcre2-dev libyaml-cpp-dev nlohmann-json3-dev
+APT_PKGS="build-essential cmake pkg-config libdnnl-dev libpcre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
 libzstd-dev zlib1g-dev libxxhash-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
 python3-venv zstd libtcmalloc-minimal4 slurm-wlm munge"
 missing=""

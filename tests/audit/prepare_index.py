@@ -8,7 +8,7 @@ held-out contamination check end to end with the real dolma2 tokenizer.
 2. train a tiny model 2 steps on a mix of both entries whose eval set holds a copy of a training
    document and a document built around a 120-word training passage: the in-loop audit raises
    contamination alarms for exactly those two documents and a duplicate_across_entries alarm
-   (one training document sits in both entries); `olmo audit` exits 2 naming them; a run whose
+   (one training document sits in both entries); `olmo audit` exits 3 naming them; a run whose
    held-out set is clean exits 0 with no contamination finding, and its validation record
    carries the canary exposure that the benchmarks callback logged at the same step.
 """
@@ -130,7 +130,7 @@ def main():
         assert "document 1 " in cont[1]["detail"] and "13-grams" in cont[1]["detail"], cont[1]
         assert len(dup) == 1 and "2 mix entries" in dup[0]["detail"], dup
         p = olmo("audit", run, check=False)
-        assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+        assert p.returncode == 3, (p.returncode, p.stdout, p.stderr)
         assert p.stdout.count("FINDING contamination") == 2, p.stdout
         assert "FINDING duplicate_across_entries" in p.stdout, p.stdout
         for line in p.stdout.splitlines():

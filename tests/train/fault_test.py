@@ -10,7 +10,7 @@ validation every 10 steps, faults from step 10:
   named, each at least once, and no cause outside the list):
   pool          delay 0: repeat_in_epoch, index_mismatch, reread_mismatch at step 10,
                 identical_batch once the pool cycles, the served-token distribution check
-                (window 10 steps) within 10 steps; offline audit exits 2
+                (window 10 steps) within 10 steps; offline audit exits 3
   stride        delay 0: reread_mismatch only (the indices are right)
   repeat_batch  delay 0: identical_batch, repeat_in_epoch, index_mismatch, reread_mismatch
   pool, audit off, validation.reference = the clean run: delay 10 (the next validation
@@ -19,7 +19,7 @@ validation every 10 steps, faults from step 10:
 Packed instances (data.dataset: packed_fsl, issue 23): a clean packed run has zero alarms, a
 clean offline audit, a ledger equal to the numpy order over the packed instances, and stays
 clean when resumed in two pieces; each fault above is caught on a packed run with the same
-delay and causes as on the FSL run, and the offline audit exits 2 naming them.
+delay and causes as on the FSL run, and the offline audit exits 3 naming them.
 With mpirun installed, the same under 2 data-parallel ranks (rank 0 audits its slice): a clean
 run has no alarm, a stride fault is caught at its first step (on fsl and on packed instances).
 Also: a fault without allow_fault_injection is refused; a corrupt prepare index turns the audit
@@ -174,7 +174,7 @@ def main():
                 assert by_cause[c] <= by, f"{fault}: {c} first at step {by_cause[c]} > {by}"
             delays[fault] = first - START
             p = olmo("audit", run, check=False)
-            assert p.returncode == 2, p.stdout[-2000:]
+            assert p.returncode == 3, p.stdout[-2000:]
             for c in at_start:
                 assert f"FINDING {c}" in p.stdout, (c, p.stdout[-2000:])
 
@@ -227,7 +227,7 @@ def main():
                 assert by_cause[c] <= by, f"packed {fault}: {c} first at step {by_cause[c]} > {by}"
             delays["packed " + fault] = first - START
             p = olmo("audit", run, check=False)
-            assert p.returncode == 2, p.stdout[-2000:]
+            assert p.returncode == 3, p.stdout[-2000:]
             for c in at_start:
                 assert f"FINDING {c}" in p.stdout, (c, p.stdout[-2000:])
 

@@ -7,7 +7,7 @@ scale (configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: the sche
   2. olmo.cpp from the same initial weights records the same groups, and `olmo compare` is in
      tolerance (exit 0) with a param_rms row per group; each twin compared as the run is in
      tolerance too (no false alarm on OLMo-core itself);
-  3. recipe deviations the loss does not show yet are flagged (exit 2) within 20 steps, the
+  3. recipe deviations the loss does not show yet are flagged (exit 3) within 20 steps, the
      earliest violation naming the deviating group: weight decay on the embeddings
      (optim.embedding_weight_decay=0.1: param_rms.*.embed), and through the test-only
      OLMO_TEST_PARAM_SCALE switch (src/train/test_faults.h) a frozen attn_k, a double-stepped
@@ -107,7 +107,7 @@ def main():
             print(f"deviation {name}: exit {rc}, first violation step {step} {q}; first loss-side "
                   f"violation: {loss_first.group(0) if loss_first else 'none'}; "
                   f"row: {m.group(0) if m else '-'}")
-            check(rc == 2 and step is not None and step <= 20 and
+            check(rc == 3 and step is not None and step <= 20 and
                   q in (f"param_rms.weight.{group}", f"param_rms.update.{group}"),
                   f"{name}: flagged within 20 steps naming param_rms.*.{group} "
                   f"(exit {rc}, step {step}, {q})")
@@ -116,7 +116,7 @@ def main():
         off = os.path.join(tmp, "off")
         ours(off, ref, common, "trainer.param_rms_interval=0")
         rc, out = compare(off, ref)
-        check(rc == 2 and "param_rms record" in out and "trainer.param_rms_interval" in out,
+        check(rc == 3 and "param_rms record" in out and "trainer.param_rms_interval" in out,
               f"a run without param_rms records is flagged (exit {rc})")
         p = ours(os.path.join(tmp, "refused"), ref, common, env={"OLMO_TEST_PARAM_SCALE": "embed:0"})
         check(p.returncode != 0 and "allow_fault_injection" in p.stderr,

@@ -9,9 +9,9 @@ scale (configs/tiny.yaml, 20 steps, random token files from olmo_test/tiny_data.
      decisions equal at every step, loss / z-loss / grad norm / held-out loss / entropies within
      validation.reference_floor_multiple (20) noise floors, the table naming the twin that set
      each floor; a smaller multiple (0.1, from the
-     run's config or `--floor-multiple`) turns the same comparison into exit 2, and the flag
+     run's config or `--floor-multiple`) turns the same comparison into exit 3, and the flag
      overrides the config;
-  3. one-hyperparameter typos in olmo.cpp's config are flagged by `olmo compare` (exit 2, naming
+  3. one-hyperparameter typos in olmo.cpp's config are flagged by `olmo compare` (exit 3, naming
      the step and quantity) within 20 steps: beta2 0.95 -> 0.99, beta1 0.9 -> 0.91, eps 1e-8 ->
      1e-6 (by loss / grad norm / a group's update RMS), embedding weight decay 0 -> 0.1 (by the
      embeddings' weight RMS, param_rms.weight.embed, at step 1), lr x 1.1 (LR), z-loss off;
@@ -95,7 +95,7 @@ def main():
         # The multiple decides the verdict: 0.1 floors flags the same honest run, from the run's
         # config or from the flag; the flag overrides the config.
         rc, out = compare(ours, ref, "--floor-multiple", "0.1")
-        check(rc == 2 and "bound: 0.1 x" in out, f"--floor-multiple 0.1: exit 2 (got {rc})")
+        check(rc == 3 and "bound: 0.1 x" in out, f"--floor-multiple 0.1: exit 3 (got {rc})")
         strict = os.path.join(tmp, "ours_strict")
         shutil.copytree(ours, strict, ignore=shutil.ignore_patterns("step*"))
         cfg = open(os.path.join(strict, "config.yaml")).read()
@@ -103,8 +103,8 @@ def main():
         check(cfg2 != cfg, "run config.yaml holds validation.reference_floor_multiple")
         open(os.path.join(strict, "config.yaml"), "w").write(cfg2)
         rc, out = compare(strict, ref)
-        check(rc == 2 and first_violation(out)[0] is not None,
-              f"validation.reference_floor_multiple=0.1 in the run's config: exit 2 (got {rc})")
+        check(rc == 3 and first_violation(out)[0] is not None,
+              f"validation.reference_floor_multiple=0.1 in the run's config: exit 3 (got {rc})")
         rc, out = compare(strict, ref, "--floor-multiple", "20")
         check(rc == 0, f"--floor-multiple 20 overrides the config's 0.1 (got {rc})")
         rc, out = compare(ours, ref, "--floor-multiple", "0")
@@ -128,7 +128,7 @@ def main():
             rc, out = compare(run, ref)
             step, q = first_violation(out)
             print(f"typo {name}: exit {rc}, first violation step {step} {q}")
-            check(rc == 2 and step is not None and step <= 20 and q.startswith(want),
+            check(rc == 3 and step is not None and step <= 20 and q.startswith(want),
                   f"typo {name} flagged by {want} within 20 steps (exit {rc}, step {step}, {q})")
 
         # 4. Bad input.

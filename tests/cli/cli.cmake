@@ -1,0 +1,8 @@
+# The olmo command line as a parser (tests/cli/cli_test.py, issue 38): every command's --help and
+# `olmo help CMD`, no arguments, an unknown flag / subcommand with the nearest suggested, a missing
+# required argument, a bad value (exit 2, nothing written), --flag=value == --flag value,
+# --dry-run=0 / --dryrun, --version, the exit-code table, and every build/olmo command line of
+# README.md and docs/ parsed (train --dry-run, the rest --parse-only). ~150 runs of build/olmo,
+# measured 3 s; 60 s allows a busy machine.
+olmo_py_test(cli_parser ${CMAKE_CURRENT_LIST_DIR}/cli_test.py)
+set_tests_properties(cli_parser PROPERTIES LABELS cli TIMEOUT 60)
