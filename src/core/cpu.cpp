@@ -1,18 +1,20 @@
 // CPU detection (GCC builtins) and the OLMO_ISA override.
 #include "core/cpu.h"
 
-#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
+#include "core/runtime.h"
 
 namespace olmo {
 namespace {
 int g_override = -1;
 
 Isa parse_env() {
-  const char* e = std::getenv("OLMO_ISA");
-  if (!e || !*e) return Isa::avx512;
+  const std::string v = runtime().env("OLMO_ISA").value_or("");
+  const char* e = v.c_str();
+  if (!*e) return Isa::avx512;
   if (!std::strcmp(e, "scalar")) return Isa::scalar;
   if (!std::strcmp(e, "avx2")) return Isa::avx2;
   if (!std::strcmp(e, "avx512")) return Isa::avx512;

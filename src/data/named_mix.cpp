@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/runtime.h"
 
 namespace fs = std::filesystem;
 
@@ -39,8 +40,8 @@ std::string joined_names() {
 }  // namespace
 
 std::string named_mix_dir() {
-  if (const char* e = std::getenv("OLMO_MIXES_DIR"); e && *e) return e;
-  return std::string(OLMO_SOURCE_DIR) + "/configs/mixes/olmo-core-3.0.0";
+  return runtime().env_or_default("mixes_dir", "OLMO_MIXES_DIR",
+                                  std::string(OLMO_SOURCE_DIR) + "/configs/mixes/olmo-core-3.0.0");
 }
 
 std::vector<std::string> known_mix_names() {

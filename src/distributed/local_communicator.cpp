@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/runtime.h"
 #include "distributed/communicator.h"
 
 namespace olmo::dist {
@@ -68,8 +69,8 @@ std::unique_ptr<Communicator> make_local_communicator() {
 }
 
 bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") ||
-         std::getenv("PMI_RANK");
+  return runtime().env("OMPI_COMM_WORLD_SIZE") || runtime().env("PMIX_RANK") ||
+         runtime().env("PMI_RANK");
 }
 
 #ifdef OLMO_HAVE_MPI

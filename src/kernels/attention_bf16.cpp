@@ -1,19 +1,19 @@
 // bf16 attention entry points (contract in attention_bf16.h): validate the shape, open the
 // profiler scope and run the AVX512_BF16 kernels (attention_bf16_avx512bf16.cpp) where
 // cpu_has_bf16(), else the fp32 kernels of attention.h. Also bf16_mixed's measured choice
-// between the two (attention_bf16_chosen: env switch, test override, or the start-up probe).
+// between the two (attention_bf16_choice: env switch, test override, or the start-up probe;
+// returned with its reason, never printed here: src/train reports it).
 #include "kernels/attention_bf16.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "core/profile.h"
+#include "core/runtime.h"
 #include "core/timer.h"
 #include "kernels/attention_mask.h"
 #include "kernels/bf16.h"
@@ -74,52 +74,68 @@ AttnProbe probe_attention_precisions(const AttnShape& s, int reps) {
 namespace {
 int g_attn_override = -1;
 std::mutex g_attn_mu;
-bool g_attn_decided = false, g_attn_choice = false;
-std::string g_attn_why;
+bool g_attn_decided = false;
+AttnChoice g_attn;
 
 // Env switch, else the probe; once per process (the test override bypasses the cache).
 void decide_attention() {
   std::lock_guard<std::mutex> lock(g_attn_mu);
   if (g_attn_decided) return;
-  const char* e = std::getenv("OLMO_ATTN_BF16");
-  if (e && *e) {
-    OLMO_CHECK(!std::strcmp(e, "0") || !std::strcmp(e, "1"), "OLMO_ATTN_BF16 = '", e,
+  AttnChoice& c = g_attn;
+  const std::string e = runtime().env("OLMO_ATTN_BF16").value_or("");
+  if (!e.empty()) {
+    OLMO_CHECK(e == "0" || e == "1", "OLMO_ATTN_BF16 = '", e,
                "' must be 0 (fp32 attention) or 1 (bf16 attention where native)");
-    g_attn_choice = e[0] == '1' && attention_bf16_native();
-    g_attn_why = cat("attention (bf16_mixed): ", g_attn_choice ? "bf16" : "fp32",
-                     " kernels (OLMO_ATTN_BF16=", e, g_attn_choice || e[0] == '0' ? ")" :
-                     "; no AVX512_BF16 in use)");
+    c.bf16 = e[0] == '1' && attention_bf16_native();
+    c.source = Source::env;
+    c.origin = "OLMO_ATTN_BF16";
+    c.why = cat("attention (bf16_mixed): ", c.bf16 ? "bf16" : "fp32",
+                " kernels (OLMO_ATTN_BF16=", e, c.bf16 || e[0] == '0' ? ")" :
+                "; no AVX512_BF16 in use)");
   } else if (!attention_bf16_native()) {
-    g_attn_why = "attention (bf16_mixed): fp32 kernels (no AVX512_BF16 in use)";
+    c.source = Source::default_value;
+    c.origin = "no AVX512_BF16 in use";
+    c.why = "attention (bf16_mixed): fp32 kernels (no AVX512_BF16 in use)";
   } else {
-    const AttnProbe p = probe_attention_precisions();
-    g_attn_choice = p.bf16_gflops / p.fp32_gflops >= 1.1;  // the ratio (1.1 * x rounds up)
+    c.probe = probe_attention_precisions();
+    c.probed = true;
+    const AttnProbe& p = c.probe;
+    c.bf16 = p.bf16_gflops / p.fp32_gflops >= 1.1;  // the ratio (1.1 * x rounds up)
+    c.source = Source::probe;
+    c.origin = cat("attention probe T=", p.s.T, " H=", p.s.H, " hd=", p.s.hd, " fwd+bwd");
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "attention (bf16_mixed): %s kernels (probe T=%lld H=%lld hd=%lld fwd+bwd: bf16 "
                   "%.0f GFLOP/s vs fp32 %.0f, %.2fx; bf16 needs >= 1.10x)",
-                  g_attn_choice ? "bf16" : "fp32", (long long)p.s.T, (long long)p.s.H,
+                  c.bf16 ? "bf16" : "fp32", (long long)p.s.T, (long long)p.s.H,
                   (long long)p.s.hd, p.bf16_gflops, p.fp32_gflops, p.bf16_gflops / p.fp32_gflops);
-    g_attn_why = buf;
+    c.why = buf;
   }
-  std::fprintf(stderr, "%s\n", g_attn_why.c_str());
   g_attn_decided = true;
 }
 }  // namespace
 
+AttnChoice attention_bf16_choice() {
+  if (g_attn_override >= 0) {
+    AttnChoice c;
+    c.bf16 = g_attn_override == 1 && attention_bf16_native();
+    c.source = Source::test_override;
+    c.origin = "set_attention_bf16_override";
+    c.why = cat("attention (bf16_mixed): ", c.bf16 ? "bf16" : "fp32", " kernels (test override)");
+    return c;
+  }
+  decide_attention();
+  std::lock_guard<std::mutex> lock(g_attn_mu);
+  return g_attn;
+}
+
 bool attention_bf16_chosen() {
   if (g_attn_override >= 0) return g_attn_override == 1 && attention_bf16_native();
   decide_attention();
-  return g_attn_choice;
+  return g_attn.bf16;
 }
 
-std::string attention_bf16_why() {
-  if (g_attn_override >= 0)
-    return cat("attention (bf16_mixed): ", attention_bf16_chosen() ? "bf16" : "fp32",
-               " kernels (test override)");
-  decide_attention();
-  return g_attn_why;
-}
+std::string attention_bf16_why() { return attention_bf16_choice().why; }
 
 void set_attention_bf16_override(int mode) { g_attn_override = mode; }
 

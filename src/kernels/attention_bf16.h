@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/runtime.h"
 #include "kernels/attention.h"
 
 namespace olmo::kernels {
@@ -41,11 +42,10 @@ bool attention_bf16_native();
 // they measure at least 1.1x the fp32 kernels of attention.h in probe_attention_precisions(),
 // else the fp32 kernels (more accurate, and faster on a core whose VDPBF16PS runs at half its
 // FMA rate: 0.71x on Sapphire Rapids; 1.4-1.6x on Zen 5, bench/results/attention_bf16.md). Decided
-// once per process (cached; attention_bf16_why() says how, printed once to stderr). Switches:
-// OLMO_ATTN_BF16=1 (bf16 where native) | 0 (fp32) replaces the probe; set_attention_bf16_override
-// (1 / 0 as the variable, -1 back to env or probe; for tests) replaces both.
+// once per process (cached). Switches: OLMO_ATTN_BF16=1 (bf16 where native) | 0 (fp32)
+// replaces the probe; set_attention_bf16_override (1 / 0 as the variable, -1 back to env or
+// probe; for tests) replaces both.
 bool attention_bf16_chosen();
-std::string attention_bf16_why();
 void set_attention_bf16_override(int mode);
 
 // Single-thread GFLOP/s forward + backward (attention_flops(s): 1x forward + 2x backward) of the
@@ -61,6 +61,22 @@ struct AttnProbe {
   double fp32_gflops = 0, bf16_gflops = 0;
 };
 AttnProbe probe_attention_precisions(const AttnShape& s = {1, 1024, 4, 4, 64, 0}, int reps = 3);
+
+// attention_bf16_chosen()'s decision with its reason; the kernels never print it: the caller
+// (train/model_setup.h report_attention_choice) records it in core/runtime.h and prints `why`.
+// source/origin: env OLMO_ATTN_BF16, the probe (probed; probe holds its timings), the default
+// (fp32: no native bf16) or the test override. why: the one line printed at run start, e.g.
+// "attention (bf16_mixed): bf16 kernels (probe T=1024 H=4 hd=64 fwd+bwd: bf16 298 GFLOP/s vs
+// fp32 178, 1.67x; bf16 needs >= 1.10x)".
+struct AttnChoice {
+  bool bf16 = false;
+  Source source = Source::default_value;
+  std::string origin, why;
+  bool probed = false;
+  AttnProbe probe;
+};
+AttnChoice attention_bf16_choice();
+std::string attention_bf16_why();  // attention_bf16_choice().why
 
 void attention_forward_bf16(const AttnShape& s, const float* q, const float* k, const float* v,
                             const int32_t* doc_ids, float* out, float* lse);

@@ -2,11 +2,9 @@
 // the stamped loops of bf16_body.h, whose scalar copy is compiled here.
 #include "kernels/bf16.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "core/cpu.h"
 #include "core/profile.h"
+#include "core/runtime.h"
 #include "kernels/bf16_body.h"
 #include "kernels/dispatch.h"
 
@@ -34,16 +32,14 @@ void f32_to_bf16_serial(const float* x, bf16_t* y, int64_t n) {
 
 bool cpu_has_bf16() {
   static const bool has = [] {
-    const char* e = std::getenv("OLMO_BF16");
-    if (e && std::strcmp(e, "0") == 0) return false;
+    if (runtime().env("OLMO_BF16") == "0") return false;
     return cpu_has_avx512_bf16();
   }();
   return has && active_isa() == Isa::avx512;
 }
 
 bool bf16_emulated() {  // read on every call: consulted only when a model is set up
-  const char* e = std::getenv("OLMO_BF16");
-  return e && std::strcmp(e, "emulate") == 0 && !cpu_has_bf16();
+  return runtime().env("OLMO_BF16") == "emulate" && !cpu_has_bf16();
 }
 
 bool bf16_usable() { return cpu_has_bf16() || bf16_emulated(); }

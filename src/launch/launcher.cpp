@@ -19,6 +19,7 @@
 #include "ckpt/run_lock.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/runtime.h"
 #include "launch/hosts.h"
 #include "launch/process.h"
 #include "launch/run_watch.h"
@@ -282,7 +283,8 @@ int Launcher::preempted(int attempt, int world, int64_t last_step) {
   note(cat("the job was preempted after step ", last_step, "; newest complete checkpoint: ",
            ck >= 0 ? cat(run_dir_, "/step", ck) : std::string("none"), "; restarting nothing"));
   if (slurm_ || in_slurm_allocation()) {
-    const std::string job = slurm_ ? slurm_->job_id : std::getenv("SLURM_JOB_ID");
+    const std::string job = slurm_ ? slurm_->job_id
+                                   : runtime().env("SLURM_JOB_ID").value_or("");
     if (!o_.requeue) {
       event("requeue", {{"job", job}, {"done", false}, {"why", "--no-requeue"}});
     } else {

@@ -16,8 +16,7 @@
 #include <thread>
 
 #include "core/error.h"
-
-extern char** environ;
+#include "core/runtime.h"
 
 namespace olmo::launch {
 
@@ -55,10 +54,7 @@ Child::Child(const std::vector<std::string>& argv, const std::vector<std::string
   OLMO_CHECK(!argv.empty(), "launch: empty command");
   // Environment: ours with extra_env added or replaced.
   std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    env[kv.substr(0, kv.find('='))] = kv;
-  }
+  for (const std::string& kv : runtime().environment()) env[kv.substr(0, kv.find('='))] = kv;
   for (const std::string& kv : extra_env) env[kv.substr(0, kv.find('='))] = kv;
   std::vector<std::string> envs;
   for (auto& [k, kv] : env) envs.push_back(kv);

@@ -6,16 +6,14 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/runtime.h"
 #include "launch/process.h"
 
 namespace olmo::launch {
 
 namespace {
 
-std::string env(const char* k) {
-  const char* v = std::getenv(k);
-  return v ? v : "";
-}
+std::string env(const char* k) { return runtime().env(k).value_or(""); }
 
 // Runs argv to its end (at most timeout_s); its output, or throws naming the command.
 std::string run_capture(const std::vector<std::string>& argv, double timeout_s) {

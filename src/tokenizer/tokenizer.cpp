@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/runtime.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenize.h"
 #include "core/sha256.h"
@@ -116,8 +117,9 @@ void verify_sha256(const std::string& path, const std::string& expected_hex) {
 }
 
 std::string Tokenizer::default_path() {
-  if (const char* e = std::getenv("OLMO_TOKENIZER"); e && *e) return e;
-  return std::string(OLMO_SOURCE_DIR) + "/data/tokenizer/cl100k_base.tiktoken";
+  return runtime().env_or_default(
+      "tokenizer", "OLMO_TOKENIZER",
+      std::string(OLMO_SOURCE_DIR) + "/data/tokenizer/cl100k_base.tiktoken");
 }
 
 Tokenizer::Tokenizer() = default;

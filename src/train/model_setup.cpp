@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "core/error.h"
+#include "core/runtime.h"
+#include "kernels/attention_bf16.h"
 #include "kernels/bf16.h"
 #include "kernels/gemm.h"
 
@@ -27,6 +30,7 @@ PrecisionChoice choose_precision(const Config& c) {
   PrecisionChoice r;
   if (p == PrecisionSetting::fp32) {
     r.why = "model.precision: fp32";
+    runtime().set({"precision", "fp32", Source::config, "model.precision", r.why, {}});
     return r;
   }
   if (p == PrecisionSetting::bf16_mixed) {
@@ -40,6 +44,7 @@ PrecisionChoice choose_precision(const Config& c) {
                "bf16-rounded inputs, slower than fp32)";
       std::fprintf(stderr, "%s\n", r.why.c_str());
     }
+    runtime().set({"precision", "bf16_mixed", Source::config, "model.precision", r.why, {}});
     return r;
   }
   // auto: decided once per process (every model_config_for_this_cpu() call agrees, one log line).
@@ -53,7 +58,9 @@ PrecisionChoice choose_precision(const Config& c) {
     // any CPU; =BF16/FP32 (two GFLOP/s figures, e.g. 109/100) replaces only its measurement, so
     // the >= 1.1x rule below decides (tests/train/claims_precision_rule_test.py). Either, with
     // OLMO_BF16=emulate, also on a CPU without native bf16.
-    const char* forced = std::getenv("OLMO_TEST_PRECISION_PROBE");
+    const std::optional<std::string> forced_env = runtime().env("OLMO_TEST_PRECISION_PROBE");
+    const char* forced = forced_env ? forced_env->c_str() : nullptr;
+    Setting rec{"precision", "", Source::default_value, "no usable bf16", "", {}};
     double forced_bf16 = 0, forced_fp32 = 0;
     char tail = 0;
     const bool timed = forced && std::sscanf(forced, "%lf/%lf%c", &forced_bf16, &forced_fp32,
@@ -71,6 +78,7 @@ PrecisionChoice choose_precision(const Config& c) {
                        " (probe outcome forced by OLMO_TEST_PRECISION_PROBE=", forced,
                        kernels::bf16_emulated() ? "; bf16 emulated: OLMO_BF16=emulate)" : ")");
       if (bf16) choice.precision = model::Precision::bf16_mixed;
+      rec.source = Source::test_override, rec.origin = "OLMO_TEST_PRECISION_PROBE";
     } else if (!kernels::cpu_has_bf16() && !(timed && kernels::bf16_emulated())) {
       choice.why = "precision: auto -> fp32 (no AVX512_BF16 on this CPU, or OLMO_ISA/OLMO_BF16 "
                    "turned it off)";
@@ -83,6 +91,11 @@ PrecisionChoice choose_precision(const Config& c) {
       } else {
         g = kernels::probe_gemm_precisions();
       }
+      rec.source = Source::probe;
+      rec.origin = cat("GEMM probe ", g.M, "x", g.N, "x", g.K, timed ? " (timings forced by "
+                       "OLMO_TEST_PRECISION_PROBE)" : "");
+      rec.figures = {{"bf16_gflops", g.bf16_gflops}, {"fp32_gflops", g.fp32_gflops},
+                     {"ratio", g.bf16_gflops / g.fp32_gflops}, {"needs", 1.1}};
       // The ratio itself against 1.1 (not bf16 >= 1.1 * fp32, which rounds 1.1 * 100 up).
       const bool faster = g.bf16_gflops / g.fp32_gflops >= 1.1;
       char buf[320];
@@ -99,9 +112,25 @@ PrecisionChoice choose_precision(const Config& c) {
       if (faster) choice.precision = model::Precision::bf16_mixed;
     }
     std::fprintf(stderr, "%s\n", choice.why.c_str());
+    rec.value = model::precision_name(choice.precision);
+    rec.note = choice.why;
+    runtime().set(std::move(rec));
     decided = true;
   }
   return choice;
+}
+
+void report_attention_choice() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const kernels::AttnChoice a = kernels::attention_bf16_choice();
+    Setting s{"attention", a.bf16 ? "bf16" : "fp32", a.source, a.origin, a.why, {}};
+    if (a.probed)
+      s.figures = {{"bf16_gflops", a.probe.bf16_gflops}, {"fp32_gflops", a.probe.fp32_gflops},
+                   {"ratio", a.probe.bf16_gflops / a.probe.fp32_gflops}, {"needs", 1.1}};
+    runtime().set(std::move(s));
+    std::fprintf(stderr, "%s\n", a.why.c_str());
+  });
 }
 
 static int64_t llama_ffn(int64_t d) {

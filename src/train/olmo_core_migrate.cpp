@@ -17,6 +17,7 @@
 #include "ckpt/state_io.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/runtime.h"
 #include "data/loader.h"
 #include "model/hf_export.h"
 #include "model/hf_io.h"
@@ -37,9 +38,9 @@ namespace olmo::train {
 
 namespace {
 
-// (moved from cli/ckpt_migrate.cpp; the Runtime context takes this read over once it lands)
+// (moved from cli/ckpt_migrate.cpp; OLMO_PYTHON is read through core/runtime.h)
 std::string python() {
-  if (const char* p = std::getenv("OLMO_PYTHON"); p && *p) return p;
+  if (auto p = runtime().env("OLMO_PYTHON"); p && !p->empty()) return *p;
   std::string py = std::string(OLMO_SOURCE_DIR) + "/.venv/bin/python";
   return olmo::file_exists(py) ? py : "python3";
 }

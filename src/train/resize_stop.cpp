@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/runtime.h"
 #include "distributed/communicator.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
@@ -53,9 +55,10 @@ void ResizeStopCallback::on_step(Trainer& t, const StepResult& r) {
 }
 
 void add_resize_stop(Trainer& t) {
-  const char* p = std::getenv("OLMO_RESIZE_REQUEST");
-  const char* job = std::getenv("OLMO_LAUNCH_JOB");
-  if (p && *p) t.add_callback(std::make_unique<ResizeStopCallback>(p, job ? std::atoll(job) : -1));
+  const std::string p = runtime().env("OLMO_RESIZE_REQUEST").value_or("");
+  const std::optional<std::string> job = runtime().env("OLMO_LAUNCH_JOB");
+  if (!p.empty())
+    t.add_callback(std::make_unique<ResizeStopCallback>(p, job ? std::atoll(job->c_str()) : -1));
 }
 
 }  // namespace olmo::train

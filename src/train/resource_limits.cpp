@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/runtime.h"
 
 namespace olmo::train {
 
@@ -67,7 +69,8 @@ std::string cgroup_path(bool& v2) {
 
 AvailableMemory available_memory() {
   AvailableMemory m;
-  if (const char* t = std::getenv("OLMO_TEST_MEM_AVAILABLE")) {
+  if (const std::optional<std::string> env = runtime().env("OLMO_TEST_MEM_AVAILABLE")) {
+    const char* t = env->c_str();
     int64_t v = 0;
     OLMO_CHECK(parse_i64(t, v) && v >= 0, "OLMO_TEST_MEM_AVAILABLE = '", t,
                "' is not a byte count");

@@ -10,9 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
+#include "core/runtime.h"
 #include "distributed/zero.h"
 #include "kernels/loss.h"
 #include "model/olmo3.h"
@@ -22,13 +25,19 @@
 namespace olmo::train {
 
 std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
-  const char* kill = std::getenv("OLMO_TEST_KILL");
-  const char* hold = std::getenv("OLMO_TEST_HOLD");
-  const char* spec = std::getenv("OLMO_TEST_NAN");
-  const char* pscale = std::getenv("OLMO_TEST_PARAM_SCALE");
+  // The variables' values (core/runtime.h), alive to the end of this function; null = unset.
+  const std::optional<std::string> vars[] = {
+      runtime().env("OLMO_TEST_KILL"), runtime().env("OLMO_TEST_HOLD"),
+      runtime().env("OLMO_TEST_NAN"), runtime().env("OLMO_TEST_PARAM_SCALE"),
+      runtime().env("OLMO_TEST_FREE_BYTES")};
+  auto c_str = [](const std::optional<std::string>& v) { return v ? v->c_str() : nullptr; };
+  const char* kill = c_str(vars[0]);
+  const char* hold = c_str(vars[1]);
+  const char* spec = c_str(vars[2]);
+  const char* pscale = c_str(vars[3]);
   // OLMO_TEST_FREE_BYTES: the free-space figure the checkpoint's check sees (a process-wide hook
   // of src/ckpt, no callback).
-  if (const char* fb = std::getenv("OLMO_TEST_FREE_BYTES"); fb && *fb) {
+  if (const char* fb = c_str(vars[4]); fb && *fb) {
     char* end = nullptr;
     const unsigned long long n = std::strtoull(fb, &end, 10);
     OLMO_CHECK(end && *end == 0 && fb[0] != '-', "OLMO_TEST_FREE_BYTES = '", fb,

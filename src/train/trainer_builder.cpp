@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "core/error.h"
+#include "core/runtime.h"
 #include "distributed/zero.h"
 #include "kernels/attention_bf16.h"
 #include "model/flops.h"
@@ -31,10 +33,38 @@ namespace olmo::train {
 
 // Threads per process when nothing says otherwise: the cores shared among this node's ranks.
 static int default_threads(int world) {
-  if (world <= 1 || std::getenv("OMP_NUM_THREADS")) return 0;
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  const int ranks_here = local ? std::max(1, std::atoi(local)) : world;
+  if (world <= 1 || runtime().env("OMP_NUM_THREADS")) return 0;
+  const std::optional<std::string> local = runtime().env("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local ? std::max(1, std::atoi(local->c_str())) : world;
   return std::max(1, omp_get_num_procs() / ranks_here);
+}
+
+// Sets this process's OpenMP threads (trainer.threads, else default_threads) and records the
+// count and its source in core/runtime.h as setting "threads".
+static void set_threads(const Config& cfg, int world) {
+  const int threads = cfg.trainer.threads > 0 ? int(cfg.trainer.threads) : default_threads(world);
+  if (threads > 0) omp_set_num_threads(threads);
+  Setting s{"threads", std::to_string(omp_get_max_threads()), Source::default_value,
+            "OpenMP: one per core", "", {}};
+  if (cfg.trainer.threads > 0) {
+    s.source = Source::config, s.origin = "trainer.threads";
+  } else if (threads > 0) {
+    s.origin = cat(omp_get_num_procs(), " cores / ", world > 1 ? "the ranks on this node" : "1");
+  } else if (runtime().env("OMP_NUM_THREADS")) {
+    s.source = Source::env, s.origin = "OMP_NUM_THREADS";
+  }
+  runtime().set(std::move(s));
+}
+
+// The ranks agreed on fp32 for `name` ("precision", "attention"): the runtime record says so,
+// keeping this process's own pick and its figures in the note.
+static void agreed_fp32(const std::string& name, int world) {
+  std::optional<Setting> s = runtime().find(name);
+  if (!s || s->value == "fp32") return;
+  s->note = cat("fp32 on all ", world, " processes (another rank's CPU or probe chose it); this "
+                "process's own pick: ", s->value, ": ", s->note);
+  s->value = "fp32";
+  runtime().set(std::move(*s));
 }
 
 // The memory plan of this process against the available memory; returns the accumulator choice
@@ -46,8 +76,8 @@ static bool check_memory(const Config& cfg, dist::Communicator& comm, const mode
   const int zs = int(cfg.dist.zero_stage);
   model::MemoryPlan mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact,
                                             micro_batches, exact_local, zs);
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  const int64_t here = local ? std::max(1, std::atoi(local)) : 1;
+  const std::optional<std::string> local = runtime().env("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int64_t here = local ? std::max(1, std::atoi(local->c_str())) : 1;
   // dist.exact_accumulator auto: the sharded accumulator (8 B per parameter / W) where the
   // local one (8 B per parameter) would not fit; the same bits either way.
   // Decided together (ranks on different nodes may see different memory).
@@ -100,8 +130,7 @@ TrainerParts build_trainer_parts(Config cfg) {
              " process", world == 1 ? "" : "es", " (mpirun -np ", world,
              "); set data.processes=0 (the launched world) or ", world);
   cfg.data.processes = world;
-  const int threads = cfg.trainer.threads > 0 ? int(cfg.trainer.threads) : default_threads(world);
-  if (threads > 0) omp_set_num_threads(threads);
+  set_threads(cfg, world);
   model::ModelConfig mc = model_config_for_this_cpu(cfg);
   // precision: auto is probed in each process; all ranks must run one precision (the reduction
   // and the trajectory assume it), so bf16_mixed only where every rank chose it.
@@ -112,17 +141,20 @@ TrainerParts build_trainer_parts(Config cfg) {
         std::fprintf(stderr, "precision: auto -> fp32 on all %d processes (another rank's CPU "
                      "or probe chose fp32)\n", world);
       mc.precision = model::Precision::fp32;
+      agreed_fp32("precision", world);
     }
   }
   // bf16_mixed's attention kernels are chosen per process by a start-up probe
-  // (kernels::attention_bf16_chosen); every rank must run the same ones, so bf16 attention only
-  // where every rank chose it.
+  // (kernels::attention_bf16_chosen, reported by report_attention_choice); every rank must run
+  // the same ones, so bf16 attention only where every rank chose it.
+  if (mc.precision == model::Precision::bf16_mixed) report_attention_choice();
   if (world > 1 && mc.precision == model::Precision::bf16_mixed &&
       comm.any(!kernels::attention_bf16_chosen())) {
     if (rank == 0 && kernels::attention_bf16_chosen())
       std::fprintf(stderr, "attention: fp32 kernels on all %d processes (another rank's CPU or "
                    "probe chose them)\n", world);
     kernels::set_attention_bf16_override(0);
+    agreed_fp32("attention", world);
   }
   const int64_t micro_instances = cfg.data.micro_batch_tokens / cfg.data.seq_len;
   const int64_t G = batch_instances(cfg);
