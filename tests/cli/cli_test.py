@@ -38,19 +38,12 @@ import subprocess
 import sys
 import tempfile
 
+from olmo_test import FAILS, check
+
 SRC = os.environ.get("OLMO_SOURCE_DIR") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("OLMO_BIN") or os.path.join(SRC, "build", "olmo")
 TINY = os.path.join(SRC, "configs", "tiny.yaml")
-FAILS = []
-
-
-def check(cond, msg, detail=""):
-    print(("ok   " if cond else "FAIL ") + msg + (f": {detail}" if detail and not cond else ""),
-          flush=True)
-    if not cond:
-        FAILS.append(msg)
-    return cond
 
 
 def olmo(*args):
