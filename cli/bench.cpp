@@ -96,6 +96,7 @@ int run_step(const StepArgs& a) {
   pc.origin["model.precision"] = "--precision";
   const auto choice = olmo::train::choose_precision(pc);
   const bool bf16 = choice.precision == Precision::bf16_mixed;
+  if (bf16) olmo::train::report_attention_choice();  // the pick and why, once (stderr)
 
   ModelConfig cfg = preset(name, true);
   cfg.precision = choice.precision;

@@ -1,7 +1,8 @@
 // `olmo info`: parameter counts, training FLOPs per token and the training memory plan of a
 // preset, an HF config.json or a checkpoint (its model section), as text or JSON; every field of
 // the model configuration (model/config_fields.h) is printed. --config-reference prints the
-// reference of every training config key (train/config_reference.h; docs/config.md).
+// reference of every training config key (train/config_reference.h; docs/config.md); --runtime
+// the process's resolved runtime context (core/runtime.h).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/file_io.h"
 #include "core/format.h"
+#include "core/runtime.h"
 #include "distributed/zero.h"
 #include "model/config.h"
 #include "model/config_json.h"
@@ -21,6 +23,7 @@
 #include "train/config.h"
 #include "train/config_reference.h"
 #include "train/memory_plan.h"
+#include "train/model_setup.h"
 
 namespace {
 
@@ -41,7 +44,7 @@ int run_info(int argc, char** argv) {
   std::string acc_arg = "auto";
   int64_t S = 0, mb = 1, W = 1, K = 1;
   int zs = 2;
-  bool json = false, reference = false;
+  bool json = false, reference = false, runtime = false;
   auto* source = app->add_option_group("model", "exactly one of");
   source->add_option("--preset", preset_name,
                     "a preset: " + CLI::detail::join(preset_names(), ", "));
@@ -51,6 +54,10 @@ int run_info(int argc, char** argv) {
                     "the model configuration it was trained with (YaRN, precision included)");
   source->add_flag("--config-reference", reference,
                   "print every training config key instead (as docs/config.md)");
+  source->add_flag("--runtime", runtime,
+                  "print this process's resolved runtime context instead: CPU, ISA, threads, "
+                  "model.precision=auto's pick (running its probe) and bf16 attention's, every "
+                  "environment setting with its source (core/runtime.h)");
   source->require_option(1);
   app->add_option("--vocab", vocab, "padded (100352) or hf (100278); presets only")
       ->check(CLI::IsMember({"padded", "hf"}));
@@ -78,6 +85,16 @@ int run_info(int argc, char** argv) {
   olmo::cli::parse(*app, argc, argv);
   if (reference) {
     std::printf("%s", olmo::train::config_reference_markdown().c_str());
+    return 0;
+  }
+  if (runtime) {
+    // Resolve what a training run would decide here (the probes run), then print the record.
+    olmo::train::Config pc;
+    olmo::train::apply_override(pc, "model.precision=auto");
+    pc.origin["model.precision"] = "olmo info --runtime";
+    if (olmo::train::choose_precision(pc).precision == Precision::bf16_mixed)
+      olmo::train::report_attention_choice();
+    std::printf("%s", olmo::runtime_report().c_str());
     return 0;
   }
   ModelConfig c;
