@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli_app.h"
+#include "ckpt/checkpoint.h"
 #include "command.h"
 #include "core/error.h"
 #include "tokenizer/bpe.h"
@@ -50,12 +51,8 @@ void check_complete(const std::string& path) {
   fs::path p(path);
   OLMO_CHECK(fs::exists(p), path, ": not found");
   OLMO_CHECK(fs::is_directory(p), path, ": not a directory (expected a checkpoint, run or HF dir)");
-  if (fs::exists(p / "config.json") || fs::exists(p / "COMMITTED")) return;
-  std::string name = p.filename().string();
-  if (name.empty()) name = p.parent_path().filename().string();
-  bool looks_ckpt = fs::exists(p / "index.json") || fs::exists(p / "state.json") ||
-                    fs::exists(p / "tensors-00000.bin") || name.rfind("step", 0) == 0;
-  OLMO_CHECK(!looks_ckpt, path,
+  if (fs::exists(p / "config.json") || olmo::ckpt::is_committed(path)) return;
+  OLMO_CHECK(!olmo::ckpt::looks_like_checkpoint(path), path,
              ": incomplete checkpoint (no COMMITTED marker: the save was interrupted or is still "
              "running); export a complete checkpoint or the run dir (its newest complete one)");
 }

@@ -104,13 +104,13 @@ int run_info(int argc, char** argv) {
     c = config_from_hf_json(hf_config);
   } else {
     std::string dir = checkpoint;
-    if (!olmo::file_exists(dir + "/COMMITTED")) {
+    if (!olmo::ckpt::is_committed(dir)) {
       auto l = olmo::ckpt::latest_complete(dir);
       OLMO_CHECK(l, dir, ": neither a checkpoint (stepN) nor a run dir with one");
       dir = *l;
     }
     olmo::ckpt::CheckpointReader r(dir);
-    c = model_config_from_json(r.json("model"), dir + "/state.json");
+    c = model_config_from_json(r.json("model"), olmo::ckpt::state_file(dir));
   }
   if (!seq_opt->count()) S = c.max_seq_len;
   ParamCounts p = count_params(c);

@@ -1,7 +1,7 @@
 """Checkpoints across the two frameworks (issue 19), read with OLMo-core's own helpers
 (olmo_core.distributed.checkpoint.load_keys / get_checkpoint_metadata, torch.load of
 train/rank0.pt). olmo.cpp hands its state over as an interchange dir (src/train/
-olmo_core_migrate.h: model.safetensors, optim.safetensors, state.json); `boundary` alone reads
+olmo_core_migrate.h: model.safetensors, optim.safetensors, interchange.json); `boundary` alone reads
 olmo.cpp checkpoints directly (src/ckpt/checkpoint.h's documented format), as an independent
 reader for the stage-boundary comparison. Everything is brought to one form, keyed by HF names:
   weights / exp_avg / exp_avg_sq   {hf_name: float32 array}
@@ -17,7 +17,7 @@ usage:
       Prints a table; exit 0 in tolerance, 2 otherwise (naming the family, both norms, bound).
   olmo_core_ckpt.py to-safetensors OC_STEP OUT_DIR
       An OLMo-core checkpoint as OUT_DIR/{model.safetensors, optim.safetensors
-      (exp_avg/<hf>, exp_avg_sq/<hf>), state.json} for `olmo ckpt import-olmo-core`.
+      (exp_avg/<hf>, exp_avg_sq/<hf>), interchange.json} for `olmo ckpt import-olmo-core`.
   olmo_core_ckpt.py from-interchange DIR DST CONFIG.yaml
       olmo.cpp's interchange dir DIR saved as DST/stepN by OLMo-core's own Trainer (built for
       the resolved config CONFIG.yaml) for `olmo ckpt export-olmo-core` / `hf-to-olmo-core`;
@@ -188,17 +188,17 @@ def to_safetensors(step_dir, out_dir):
              "groups": {"embeddings": g(emb), "default": g(other)}}
     if len({v for k, v in c["steps"].items() if k != emb}) != 1:
         raise RefError(f"{step_dir}: AdamW step counts differ between tensors of one group")
-    with open(os.path.join(out_dir, "state.json"), "w") as f:
+    with open(os.path.join(out_dir, "interchange.json"), "w") as f:
         json.dump(state, f, indent=1, default=str)
 
 
 def read_interchange(d):
     """olmo.cpp's interchange dir (src/train/olmo_core_migrate.h) in read_olmo_core's form."""
     from safetensors.numpy import load_file
-    for f in ("model.safetensors", "optim.safetensors", "state.json"):
+    for f in ("model.safetensors", "optim.safetensors", "interchange.json"):
         if not os.path.exists(os.path.join(d, f)):
             raise RefError(f"{d}: not an olmo.cpp interchange dir (no {f})")
-    st = json.load(open(os.path.join(d, "state.json")))
+    st = json.load(open(os.path.join(d, "interchange.json")))
     opt = load_file(os.path.join(d, "optim.safetensors"))
     out = {"weights": load_file(os.path.join(d, "model.safetensors")),
            "exp_avg": {k.split("/", 1)[1]: v for k, v in opt.items() if k.startswith("exp_avg/")},

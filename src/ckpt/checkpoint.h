@@ -162,6 +162,12 @@ std::optional<std::string> latest_complete(const std::string& run_dir,
 
 // Whether dir is a committed checkpoint (its COMMITTED marker is present; nothing verified).
 bool is_committed(const std::string& dir);
+// Whether dir holds pieces of a checkpoint, committed or not (its index, state or a data file),
+// or is named stepN: what a command that takes "a checkpoint or another kind of dir" asks before
+// it calls an uncommitted one incomplete.
+bool looks_like_checkpoint(const std::string& dir);
+// The file of a checkpoint dir that holds its JSON sections (for error messages that name it).
+std::string state_file(const std::string& dir);
 
 // Steps of the committed (COMMITTED marker present) stepN dirs in run_dir, ascending.
 std::vector<int64_t> list_checkpoints(const std::string& run_dir);

@@ -51,6 +51,16 @@ std::optional<std::string> latest_complete(const std::string& run_dir, std::vect
 
 bool is_committed(const std::string& dir) { return file_exists(cat(dir, "/", kMarker)); }
 
+std::string state_file(const std::string& dir) { return cat(dir, "/state.json"); }
+
+bool looks_like_checkpoint(const std::string& dir) {
+  fs::path p(dir);
+  std::string name = p.filename().string();
+  if (name.empty()) name = p.parent_path().filename().string();
+  return is_committed(dir) || file_exists(cat(dir, "/index.json")) || file_exists(state_file(dir)) ||
+         file_exists(cat(dir, "/", kDataFile)) || step_of(name) || tmp_step_of(name);
+}
+
 std::vector<int64_t> list_checkpoints(const std::string& run_dir) {
   std::vector<int64_t> out;
   std::error_code ec;

@@ -7,25 +7,19 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
 
 namespace fs = std::filesystem;
 
 namespace olmo::launch {
 
 int64_t newest_checkpoint(const std::string& run_dir) {
-  int64_t best = -1;
-  std::error_code ec;
-  for (const auto& de : fs::directory_iterator(run_dir, ec)) {
-    const std::string n = de.path().filename().string();
-    if (n.size() <= 4 || n.rfind("step", 0) != 0 ||
-        n.find_first_not_of("0123456789", 4) != std::string::npos)
-      continue;
-    if (!fs::exists(de.path() / "COMMITTED", ec)) continue;
-    best = std::max<int64_t>(best, std::stoll(n.substr(4)));
-  }
-  return best;
+  const std::vector<int64_t> steps = ckpt::list_checkpoints(run_dir);
+  return steps.empty() ? -1 : steps.back();
 }
 
 void RunWatch::relaunched(int id) {

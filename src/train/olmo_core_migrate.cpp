@@ -189,7 +189,7 @@ void write_interchange(const std::string& dir, RunState& s, bool trainer) {
   if (trainer)
     st["trainer"] = {{"global_step", s.pos.step}, {"tokens_seen", s.pos.tokens_seen},
                      {"loader", s.loader}};
-  write_file_atomic(dir + "/state.json", st.dump(1));
+  write_file_atomic(dir + "/interchange.json", st.dump(1));
 }
 
 // A fresh sibling dir for the interchange files of `dst`.
@@ -210,7 +210,7 @@ MigrateResult import_olmo_core(const std::string& src_in, const std::string& dst
   fs::create_directories(dst);
   const std::string tmp = scratch_dir(dst, "import-olmo-core");
   run_helper({"to-safetensors", src, tmp});
-  const json st = json::parse(read_file(tmp + "/state.json"));
+  const json st = json::parse(read_file(tmp + "/interchange.json"));
   // OLMo-core's groups (as its own load does): weight decay per group, betas and eps.
   RunState s(c);
   std::vector<optim::ParamGroup> groups = param_groups(s.model, c.optim);
@@ -316,7 +316,7 @@ MigrateResult olmo_core_to_hf(const std::string& src_in, const std::string& dst,
   run_helper({"to-safetensors", src, tmp});
   model::Olmo3 m(model_config(c));
   load_weights(m, tmp, "olmo-core-to-hf", src);
-  const json st = json::parse(read_file(tmp + "/state.json"));
+  const json st = json::parse(read_file(tmp + "/interchange.json"));
   fs::remove_all(tmp);
   model::HfExportOptions opt;
   const std::vector<std::string> files = model::export_hf(m, dst, opt);

@@ -6,7 +6,7 @@
 // interchange dir with this side:
 //   model.safetensors   weights by HF name (fp32)
 //   optim.safetensors   "exp_avg/<hf>", "exp_avg_sq/<hf>" (fp32)
-//   state.json          {"trainer": {"global_step", "tokens_seen", "loader"} (absent: a fresh
+//   interchange.json    {"trainer": {"global_step", "tokens_seen", "loader"} (absent: a fresh
 //                        start), "steps": {group: AdamW step}, "groups": {group: {"betas",
 //                        "eps", "weight_decay"}}, "sections": this side's state sections}
 // olmo.cpp's side is built as the trainer's own state objects (the model, AdamW, the trainer

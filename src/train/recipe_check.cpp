@@ -118,7 +118,7 @@ std::vector<RecipeChange> check_recipe(const json& saved, const json& now, const
   try {
     changes = recipe_changes(saved, now, c);
   } catch (const Error& e) {
-    throw Error(cat(dir, "/state.json: ", e.what()));
+    throw Error(cat(dir, ": the saved recipe: ", e.what()));
   }
   std::string lines;
   std::vector<std::string> to_allow;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "ckpt/checkpoint.h"
 #include "core/runtime.h"
 #include "distributed/communicator.h"
 #include "train/metrics_log.h"
@@ -39,7 +40,7 @@ void ResizeStopCallback::on_step(Trainer& t, const StepResult& r) {
   if (t.rank() == 0) {
     std::error_code ec;
     stop = fs::exists(path_, ec) &&
-           fs::exists(fs::path(t.run_dir()) / cat("step", r.step) / "COMMITTED", ec);
+           ckpt::is_committed((fs::path(t.run_dir()) / cat("step", r.step)).string());
   }
   if (!t.comm().any(stop)) return;
   if (t.rank() == 0) {

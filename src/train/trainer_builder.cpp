@@ -251,7 +251,7 @@ void Trainer::start() {
     if (l) latest = *l;
     if (!l && !cfg_.trainer.load_path.empty()) {
       phase_dir = cfg_.trainer.load_path;
-      if (!fs::exists(fs::path(phase_dir) / "COMMITTED")) {
+      if (!ckpt::is_committed(phase_dir)) {
         auto ph = ckpt::latest_complete(phase_dir, &warnings_);
         phase_dir = ph ? *ph : "";
       }

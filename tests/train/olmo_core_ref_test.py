@@ -108,8 +108,8 @@ def main():
         rc, out = compare(strict, ref, "--floor-multiple", "20")
         check(rc == 0, f"--floor-multiple 20 overrides the config's 0.1 (got {rc})")
         rc, out = compare(ours, ref, "--floor-multiple", "0")
-        check(rc == 1 and "--floor-multiple must be a number > 0" in out,
-              "--floor-multiple 0 refused: " + out.strip()[-120:])
+        check(rc == 2 and "--floor-multiple" in out and "> 0" in out,
+              "--floor-multiple 0 refused as a usage error (exit 2): " + out.strip()[-120:])
 
         # 3. One-hyperparameter typos, flagged within 20 steps.
         # Prefixes of the first violation's quantity (param_rms.: any group's weight / update RMS).
