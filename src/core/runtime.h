@@ -8,9 +8,10 @@
 // (`olmo info --runtime`).
 //
 // This file's .cpp is the ONLY place in src/ and cli/ that reads the process environment
-// (getenv, environ); tests/core/no_getenv.py enforces it. Each variable is declared once in the
-// table of runtime.cpp (name, meaning, default); reading an undeclared name is a programming
-// error (std::logic_error), so a new variable cannot appear without a line in that table.
+// (getenv, environ); ctest core_no_getenv (tests/core/runtime_rules.py) enforces it. Each
+// variable is declared once in the table of runtime.cpp (name, meaning, default); reading an
+// undeclared name is a programming error (std::logic_error), so a new variable cannot appear
+// without a line in that table.
 //
 // Reads of the environment are live: env() returns what getenv returns at the call (a test's
 // setenv takes effect as it did when the callers read getenv themselves); callers that want a
