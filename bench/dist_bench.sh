@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Distributed step benchmark: step time and communication share of `olmo train` at 1 and 2
 # processes (one thread each, mpirun on loopback/shared memory), dist.reduce exact vs fast, in
-# one invocation (alternating, so machine noise hits all four alike). Random tokens (< 512) into
+# one invocation (alternating, so machine noise hits all four alike; even rounds run the modes
+# in reverse order, so a setting that runs first in a round is not always the same one). Random tokens (< 512) into
 # a model of the given shape; steps after the first are timed (metrics.jsonl step_s / comm_s;
 # the exact reduction's first step measures its scales and is done twice). Each round also runs
 # the peer of "2 processes x 1 thread": 1 process x 2 threads (exact).
@@ -57,6 +58,7 @@ common=(data.mix="$out/train.mix" data.seq_len=$seq data.global_batch_tokens=$((
 for r in $(seq 1 "$rounds"); do
   for np_ in 1 2; do
     modes="exact fast"; [ "$np_" = 2 ] && modes="exact fast exact-seq"
+    [ $((r % 2)) = 0 ] && modes="$(echo $modes | tr ' ' '\n' | tac | tr '\n' ' ')"
     for mode in $modes; do
       run="$out/run-$np_-$mode-$r"
       # exact-seq: the exact reduction after the backward (dist.overlap=false), the figure

@@ -98,6 +98,7 @@ void DataParallel::begin_pass(const Counts& c) {
   reducer_->begin_step(c.global_instances);
   if (sharded_) zero3_->set_open(true);
   if (!sharded_) model_.zero_grad();
+  grad_cleared_ = false;
   ce_fx_ = z_fx_ = 0;
   sums_[0] = sums_[1] = 0;
   loss_bad_ = false;
@@ -105,8 +106,10 @@ void DataParallel::begin_pass(const Counts& c) {
 
 void DataParallel::before_micro_batch(int64_t i, bool last) {
   // exact: every micro-batch's gradient is converted on its own, so the model's fp32 gradient
-  // starts from zero each time (fast accumulates across micro-batches in place).
-  if (reducer_->mode() == ReduceMode::exact && i > 0 && !sharded_) {
+  // starts from zero each time (fast accumulates across micro-batches in place); usually the
+  // previous micro-batch's conversion cleared it already (grad_cleared_).
+  last_ = last;
+  if (reducer_->mode() == ReduceMode::exact && i > 0 && !sharded_ && !grad_cleared_) {
     const double tz = now_seconds();
     model_.zero_grad();
     if (profile::enabled()) profile::add("exact_zero_grad", now_seconds() - tz, 0);
@@ -133,8 +136,12 @@ void DataParallel::after_micro_batch(const int32_t* tokens, int64_t n,
     z_fx_ += double_to_fixed(s.z_sum, &loss_bad_);
     // Conversion to fixed point + accumulator adds (sharded: + staging). ZeRO-3 added each
     // unit's gradient inside the backward already (Zero3Params::grad_done).
+    // Fused into that pass: the clear of the gradient for the next micro-batch, and (one
+    // process, last micro-batch) the rounding of the step's sum into the shard.
     ProfileOutsideComm prof("exact_convert", *this);
-    if (!sharded_) reducer_->add_micro_batch(model_.grads());
+    if (!sharded_)
+      grad_cleared_ = reducer_->add_micro_batch(model_.grads(), last_ ? nullptr : model_.grads(),
+                                                last_ ? shard_grad_.data() : nullptr);
   } else {
     sums_[0] += s.ce_sum;
     sums_[1] += s.z_sum;

@@ -140,6 +140,8 @@ class DataParallel {
   double sums_[2] = {0, 0};         // fast: loss sums
   bool loss_bad_ = false;
   bool streaming_ = false;          // this micro-batch's units are reduced as they finish
+  bool last_ = false;               // this micro-batch is the rank's last of the step
+  bool grad_cleared_ = false;       // exact: the last conversion zeroed the model's gradient
   double comm_s_ = 0;
   int64_t redos_ = 0;
 };

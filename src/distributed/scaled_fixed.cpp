@@ -56,9 +56,11 @@ void SegmentScales::for_each_piece(size_t a, size_t b, F&& f) const {
 }
 
 uint32_t SegmentScales::convert(int64_t* acc, const float* x, size_t a, size_t b,
-                                bool accumulate, std::vector<int64_t>& seen) const {
+                                bool accumulate, std::vector<int64_t>& seen, float* clear,
+                                float* round_out) const {
   OLMO_CHECK(b <= bounds_.back() && seen.size() == segments(), "SegmentScales::convert: range [",
              a, ", ", b, ") or seen[] does not fit ", bounds_.back(), " elements");
+  OLMO_CHECK(!clear || clear == x, "SegmentScales::convert: clear must be x itself or null");
   auto f = OLMO_DISPATCH(sfx_run);
   uint32_t flags = 0;
   for_each_piece(a, b, [&](size_t s, size_t lo, size_t hi) {
@@ -67,8 +69,9 @@ uint32_t SegmentScales::convert(int64_t* acc, const float* x, size_t a, size_t b
     uint32_t em = 0;
     kernels::parallel_blocks(int64_t(hi - lo), kGrain, 8, [&](int64_t i0, int64_t i1) {
       uint32_t e = 0;
-      const uint32_t fl = f(acc + (lo - a) + i0, x + (lo - a) + i0, i1 - i0, sh, lim, &e,
-                            accumulate ? 1 : 0);
+      const int64_t at = int64_t(lo - a) + i0;
+      const uint32_t fl = f(acc + at, x + at, i1 - i0, sh, lim, &e, accumulate ? 1 : 0,
+                            clear ? clear + at : nullptr, round_out ? round_out + at : nullptr);
       if (fl) __atomic_fetch_or(&flags, fl, __ATOMIC_RELAXED);
       uint32_t cur = __atomic_load_n(&em, __ATOMIC_RELAXED);
       while (e > cur && !__atomic_compare_exchange_n(&em, &cur, e, true, __ATOMIC_RELAXED,

@@ -64,8 +64,13 @@ class SegmentScales {
   // acc[i - a] (+)= q(x[i - a]) for the flat range [a, b) (accumulate false: store). Folds the
   // largest finite exponent of each segment into seen[s] (seen has segments() entries).
   // Returns the ORed flags. OpenMP over blocks; every ISA and thread count gives the same bits.
+  // Two fusions in the same pass (each saves a pass over memory; same bits as without):
+  //   clear (null, or x itself): x[i - a] = 0 after it is read;
+  //   round_out (null, or out[b - a]): out[i - a] = to_float of the new sum, and acc is NOT
+  //   written (for the last addition to a sum that is rounded right after).
   uint32_t convert(int64_t* acc, const float* x, size_t a, size_t b, bool accumulate,
-                   std::vector<int64_t>& seen) const;
+                   std::vector<int64_t>& seen, float* clear = nullptr,
+                   float* round_out = nullptr) const;
   // out[i - a] = float(q[i - a] * 2^-shift) for the flat range [a, b).
   void to_float(float* out, const int64_t* q, size_t a, size_t b) const;
 

@@ -19,9 +19,11 @@
 #include "kernels/simd.h"
 
 #define OLMO_SCALED_FIXED_BODY_DECLS                                                              \
-  /* acc[i] (+)= round(x[i] * 2^shift); kAccumulate 0 stores, 1 adds. Returns the flags. */       \
+  /* acc[i] (+)= round(x[i] * 2^shift); accumulate 0 stores, 1 adds. Returns the flags.      */ \
+  /* clear (x or null): x[i] = 0 after it is read. round_out (or null): round_out[i] = the    */ \
+  /* sum rounded as sfx_to_float rounds it, and acc is not written.                           */ \
   uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_t limit,       \
-                   uint32_t* emax, int32_t accumulate);                                          \
+                   uint32_t* emax, int32_t accumulate, float* clear, float* round_out);         \
   /* out[i] = float(q[i] * 2^-shift): int64 -> float (one rounding), exact scaling. */         \
   void sfx_to_float(float* out, const int64_t* q, int64_t n, int32_t shift);                     \
   /* acc[i] += add[i] (int64). */                                                                \
@@ -64,38 +66,45 @@ static inline sfx_i64v sfx_quantise(sfx_u32h w, double scale, uint32_t limit, sf
   return (hi << 32) + lo;
 }
 
+// out[l] = float(q[l] * 2^-shift) lane by lane: sfx_to_float's expression (inv = 2^-shift).
+static inline void sfx_round_lanes(float* out, sfx_i64v q, double inv) {
+  for (int l = 0; l < kSfxLanes; ++l) out[l] = float(double(float(q[l])) * inv);
+}
+
 uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_t limit,
-                 uint32_t* emax_out, int32_t accumulate) {
+                 uint32_t* emax_out, int32_t accumulate, float* clear, float* round_out) {
   sfx_u32h flags = {}, emax = {};
   union {
     uint64_t u;
     double d;
-  } sc;
+  } sc, inv;
   sc.u = uint64_t(1023 + shift) << 52;  // 2^shift (|shift| < 1000: a normal double)
+  inv.u = uint64_t(1023 - shift) << 52;
   const double scale = sc.d;
+  const sfx_f32h zf = {};
   int64_t i = 0;
   for (; i + kSfxLanes <= n; i += kSfxLanes) {
     sfx_u32h w;
     __builtin_memcpy(&w, x + i, sizeof w);
     // All-zero vectors (the embedding gradient outside the micro-batch's rows): adding 0
-    // changes nothing; a store writes zeros without the arithmetic.
+    // changes nothing (no arithmetic, no store); a store writes zeros.
     sfx_u32h nz = w & 0x7fffffffu;
     uint32_t any = 0;
     for (int l = 0; l < kSfxLanes; ++l) any |= nz[l];
-    if (any == 0) {
-      if (!accumulate) {
-        const sfx_i64v z = {};
-        __builtin_memcpy(acc + i, &z, sizeof z);
+    sfx_i64v q = {};
+    if (any != 0) q = sfx_quantise(w, scale, limit, flags, emax);
+    if (any != 0 || round_out || !accumulate) {
+      if (accumulate) {
+        sfx_i64v a;
+        __builtin_memcpy(&a, acc + i, sizeof a);
+        q += a;
       }
-      continue;
+      if (round_out)
+        sfx_round_lanes(round_out + i, q, inv.d);
+      else
+        __builtin_memcpy(acc + i, &q, sizeof q);
     }
-    sfx_i64v q = sfx_quantise(w, scale, limit, flags, emax);
-    if (accumulate) {
-      sfx_i64v a;
-      __builtin_memcpy(&a, acc + i, sizeof a);
-      q += a;
-    }
-    __builtin_memcpy(acc + i, &q, sizeof q);
+    if (clear) __builtin_memcpy(clear + i, &zf, sizeof zf);
   }
   uint32_t f = 0, em = *emax_out;
   for (int l = 0; l < kSfxLanes; ++l) {
@@ -105,8 +114,13 @@ uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_
   for (; i < n; ++i) {  // tail, one lane at a time through the same function
     sfx_u32h w = {}, fl = {}, ex = {};
     __builtin_memcpy(&w, x + i, 4);
-    const sfx_i64v q = sfx_quantise(w, scale, limit, fl, ex);
-    acc[i] = (accumulate ? acc[i] : 0) + q[0];
+    sfx_i64v q = sfx_quantise(w, scale, limit, fl, ex);
+    q[0] += accumulate ? acc[i] : 0;
+    if (round_out)
+      round_out[i] = float(double(float(q[0])) * inv.d);
+    else
+      acc[i] = q[0];
+    if (clear) clear[i] = 0.0f;
     f |= fl[0];
     if (ex[0] > em) em = ex[0];
   }

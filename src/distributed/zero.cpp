@@ -102,6 +102,7 @@ void GradReducer::begin_step(int64_t global_instances) {
   flags_ = 0;
   redo_ = false;
   streamed_ = false;
+  rounded_into_ = nullptr;
   std::fill(touched_.begin(), touched_.end(), uint8_t(0));
 }
 
@@ -263,22 +264,27 @@ void GradReducer::sharded_round(const float* g, size_t a, size_t b, bool sparse)
   flags_ |= flags;
 }
 
-void GradReducer::add_micro_batch(const float* g) {
-  if (mode_ != ReduceMode::exact) return;
+bool GradReducer::add_micro_batch(const float* g, float* clear, float* round_into) {
+  OLMO_CHECK(!clear || clear == g, "add_micro_batch: clear must be g itself or null");
+  if (mode_ != ReduceMode::exact) return false;
   if (streamed_ && local_) {  // converted unit by unit during the backward (stream_range)
     fresh_ = false;
-    return;
+    return false;
   }
   if (streamed_) {  // sharded: the rest of the micro-batch's round, then its end
     finish_sharded_stream(g);
-    return;
+    return false;
   }
   if (local_) {  // sum locally; one reduce-scatter in finish()
-    flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_);
+    // One process: the last micro-batch's new sum is the step's result; round it here.
+    float* out = layout_.world == 1 ? round_into : nullptr;
+    flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_, clear, out);
     fresh_ = false;
-    return;
+    rounded_into_ = out;
+    return clear != nullptr;
   }
   sharded_round(g, 0, layout_.numel);
+  return false;
 }
 
 int GradReducer::agree_scales() {
@@ -327,6 +333,10 @@ bool GradReducer::finish(const float* g, float* shard) {
         [&](size_t fa, size_t fb, const int64_t* src) {
           scales_.to_float(shard + (fa - mine), src, fa, fb);
         });
+  } else if (mode_ == ReduceMode::exact && rounded_into_) {
+    // One process: the last add_micro_batch rounded the sum (acc_ does not hold it).
+    OLMO_CHECK(shard == rounded_into_, "GradReducer::finish: the sum was rounded into another "
+               "buffer by add_micro_batch");
   } else if (mode_ == ReduceMode::exact) {
     const size_t at = local_ ? shard_begin() : 0;
     scales_.to_float(shard, acc_.data() + at, shard_begin(), shard_begin() + shard_len());

@@ -92,7 +92,16 @@ class GradReducer {
   // exact mode: one micro-batch's full gradient g[P] (this rank's) joins the sum; g may be
   // reused afterwards. Every rank calls it equally often per step. fast mode: no-op (the model
   // accumulates in place).
-  void add_micro_batch(const float* g);
+  // Fusions into the conversion pass where this call converts all of g (exact, local
+  // accumulator, not streamed; same bits as without):
+  //   clear (null or g itself): g is zeroed as it is read, for a caller whose next backward
+  //   accumulates into g (saves a 4 B/parameter clear pass). Returns whether g was zeroed
+  //   (false: the caller clears it).
+  //   round_into (null or shard[shard_len()]): only with the rank's last micro-batch of the
+  //   step and only honoured at one process: the step's sum is rounded into round_into in the
+  //   same pass instead of being stored (saves finish()'s read of the 8 B/parameter
+  //   accumulator); finish() must then get the same shard and skips its rounding.
+  bool add_micro_batch(const float* g, float* clear = nullptr, float* round_into = nullptr);
   // Writes the step's summed gradient of this rank's shard into shard[shard_len()] (fast: g[P]
   // holds this rank's locally accumulated gradient). Returns true when any rank saw a
   // non-finite gradient element (then shard's content is unspecified). exact: when any rank
@@ -185,6 +194,7 @@ class GradReducer {
   std::unique_ptr<GradStream> stream_;  // overlap: the exchange in flight during the backward
   float* stream_g_ = nullptr;            // the streamed micro-batch's gradient buffer
   bool streamed_ = false;                // this step's last micro-batch was streamed
+  float* rounded_into_ = nullptr;        // one process: the last add_micro_batch rounded here
   bool stream_add_ = false;              // exact: its conversion adds (false: first, stores)
   double comm_s_ = 0;
 };

@@ -200,6 +200,60 @@ TEST(ScaledFixed, KernelsEqualTheReferencesUnderEveryIsa) {
   olmo::clear_isa_override();
 }
 
+// The fusions of convert (clear: x zeroed as read; round_out: the new sum rounded instead of
+// stored) against the unfused path (convert, then to_float, then a clear), under every ISA,
+// over segments with zero vectors, odd lengths (vector tails) and ranges cut mid-segment.
+TEST(ScaledFixed, FusedClearAndRoundingGiveTheUnfusedBitsUnderEveryIsa) {
+  std::mt19937 rng(5);
+  const int M = 3;
+  const Batch b = random_batch(rng, 20011, M);
+  const size_t P = b.bounds.back();
+  SegmentScales sc(b.bounds, M);
+  sc.set_exponents(exponents_of(b));
+  for (olmo::Isa isa : runnable_isas()) {
+    olmo::set_isa_override(isa);
+    for (const auto& [a, e] : {std::pair<size_t, size_t>{0, P}, {37, P - 101}, {1, 2}}) {
+      const size_t n = e - a;
+      // Unfused: M conversions into acc, then to_float.
+      std::vector<int64_t> acc(n, 7), seen(sc.segments(), 0);
+      for (int k = 0; k < M; ++k)
+        ASSERT_EQ(sc.convert(acc.data(), b.g[size_t(k)].data() + a, a, e, k > 0, seen), 0u);
+      std::vector<float> want(n);
+      sc.to_float(want.data(), acc.data(), a, e);
+      // Fused: every micro-batch clears its copy; the last one rounds instead of storing.
+      // (ref: the unfused sum after the same micro-batches.)
+      std::vector<int64_t> facc(n, 7), fseen(sc.segments(), 0), ref(n, 7), rseen = fseen;
+      std::vector<float> got(n, -1.0f);
+      for (int k = 0; k < M; ++k) {
+        std::vector<float> x(b.g[size_t(k)].begin() + long(a), b.g[size_t(k)].begin() + long(e));
+        const bool last = k == M - 1;
+        const std::vector<int64_t> before = facc;
+        ASSERT_EQ(sc.convert(facc.data(), x.data(), a, e, k > 0, fseen, x.data(),
+                             last ? got.data() : nullptr), 0u);
+        ASSERT_EQ(sc.convert(ref.data(), b.g[size_t(k)].data() + a, a, e, k > 0, rseen), 0u);
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], 0.0f) << "not cleared at " << i;
+        if (last) {
+          ASSERT_EQ(facc, before) << "round_out must leave acc unwritten";
+        } else {
+          ASSERT_EQ(facc, ref) << "micro-batch " << k;
+        }
+      }
+      ASSERT_EQ(fseen, seen);
+      ASSERT_TRUE(same_bits(got, want)) << "isa " << int(isa) << " range " << a << ".." << e;
+      // One micro-batch (store + round): to_float of its own conversion.
+      std::vector<int64_t> one(n, 0), s1(sc.segments(), 0), s2(sc.segments(), 0);
+      ASSERT_EQ(sc.convert(one.data(), b.g[0].data() + a, a, e, false, s1), 0u);
+      std::vector<float> want1(n), got1(n, -1.0f);
+      sc.to_float(want1.data(), one.data(), a, e);
+      std::vector<int64_t> untouched(n, 0);
+      ASSERT_EQ(sc.convert(untouched.data(), b.g[0].data() + a, a, e, false, s2, nullptr,
+                           got1.data()), 0u);
+      ASSERT_TRUE(same_bits(got1, want1));
+    }
+  }
+  olmo::clear_isa_override();
+}
+
 TEST(ScaledFixed, EveryPartitionOfEveryRandomBatchGivesTheSameBits) {
   std::mt19937 rng(2024);
   for (int trial = 0; trial < 12; ++trial) {
@@ -275,22 +329,38 @@ TEST(ScaledFixed, TheSumIsWithinTheDocumentedBoundOfTheExactSum) {
   }
 }
 
-TEST(ScaledFixed, GradReducerRedoesAnOverflowedStepWithRaisedScales) {
-  // One process, exact local accumulator: the first step knows no scale (measures, redo), the
-  // second fits; a step whose gradients grow 2^6 over the last one redoes once, and its result
-  // equals the simulation with the right scales.
+// One process, exact local accumulator: the first step knows no scale (measures, redo), the
+// second fits; a step whose gradients grow 2^6 over the last one redoes once, and its result
+// equals the simulation with the right scales. fused: add_micro_batch clears each micro-batch's
+// gradient buffer and rounds the last one's sum into the shard (DataParallel's way).
+void redo_scenario(bool fused) {
   auto comm = make_local_communicator();
   std::mt19937 rng(3);
   const size_t P = 5000;
   Batch b = random_batch(rng, P, 4);
   GradReducer red(*comm, P, ReduceMode::exact, 1 << 20, true, b.bounds);
   std::vector<float> shard(P);
+  auto add_all = [&](const Batch& bb) {
+    for (size_t k = 0; k < bb.g.size(); ++k) {
+      if (!fused) {
+        red.add_micro_batch(bb.g[k].data());
+        continue;
+      }
+      std::vector<float> g = bb.g[k];
+      const bool last = k + 1 == bb.g.size();
+      EXPECT_EQ(red.add_micro_batch(g.data(), last ? nullptr : g.data(),
+                                    last ? shard.data() : nullptr), !last);
+      if (!last) {
+        EXPECT_EQ(std::count(g.begin(), g.end(), 0.0f), long(P)) << "not cleared";
+      }
+    }
+  };
   auto step = [&](const Batch& bb) {
     int passes = 0;
     for (;;) {
       ++passes;
       red.begin_step(4);
-      for (const auto& g : bb.g) red.add_micro_batch(g.data());
+      add_all(bb);
       EXPECT_FALSE(red.finish(nullptr, shard.data()));
       if (!red.redo()) return passes;
     }
@@ -321,7 +391,13 @@ TEST(ScaledFixed, GradReducerRedoesAnOverflowedStepWithRaisedScales) {
   // A NaN is a non-finite step (skipped by the trainer), never a redo.
   big.g[2][17] = std::nanf("");
   red.begin_step(4);
-  for (const auto& g : big.g) red.add_micro_batch(g.data());
+  add_all(big);
   EXPECT_TRUE(red.finish(nullptr, shard.data()));
   EXPECT_FALSE(red.redo());
+}
+
+TEST(ScaledFixed, GradReducerRedoesAnOverflowedStepWithRaisedScales) { redo_scenario(false); }
+
+TEST(ScaledFixed, GradReducerFusedClearAndRoundingKeepTheRedoAndTheBits) {
+  redo_scenario(true);
 }
