@@ -15,11 +15,14 @@
 # of 2 processes x 1 thread over 1 process x 2 threads, both exact).
 # With trainer.profile on, it also prints per setting the mean per-step time of the exact
 # path's parts (profile rows exact_convert = fixed-point conversion + accumulator adds,
-# exact_zero_grad = the per-micro-batch gradient clear, reduce_finish = staging / unpacking /
-# rounding, comm = waits inside communication calls, optimizer = the AdamW shard update; the
-# fwd_bwd_rest = the step less those rows: forward, backward and the rest), each timed step's
-# time (the spread that noise gives) and the conversion cost in ns per
-# parameter per micro-batch. The machine's load average is printed before and after.
+# exact_zero_grad = the per-micro-batch gradient clear (0 where the conversion clears the
+# gradient in its own pass), reduce_finish = staging / unpacking / rounding (at 1 process the
+# rounding runs inside the last micro-batch's conversion, so it counts in exact_convert),
+# comm = waits inside communication calls, optimizer = the AdamW shard update; fwd_bwd_rest =
+# the step less those rows: forward, backward and the rest), each timed step's time (the spread
+# that noise gives) and the conversion cost in ns per parameter per micro-batch. The machine's
+# load average is printed before and after. Each run's final checkpoint is deleted after it
+# (only metrics.jsonl is read; 3.2 GB each at olmo3-190m).
 # Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--heads d/64] [--ffn 8d/3 up to 256]
 #                            [--vocab 8192] [--seq 256] [--window "[s/4,s/4,s/4,-1]"]
 #                            [--precision fp32] [--batch 8] [--micro 2] [--steps 4] [--rounds 2]
@@ -66,11 +69,14 @@ for r in $(seq 1 "$rounds"); do
       OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np $np_ "$olmo" train \
         "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" \
         dist.reduce="${mode%-seq}" dist.overlap=$([ "$mode" = exact-seq ] && echo false || echo true) >/dev/null
+      # Only metrics.jsonl is read: drop the run's final checkpoint (3.2 GB at olmo3-190m).
+      find "$run" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
     done
   done
   # The peer of "2 processes x 1 thread": 1 process with 2 threads (default exact reduction).
   OMP_NUM_THREADS=2 "$olmo" train "$root/configs/tiny.yaml" "${common[@]}" trainer.threads=2 \
     trainer.run_dir="$out/run-1t2-exact-$r" dist.reduce=exact >/dev/null
+  find "$out/run-1t2-exact-$r" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$py" - "$out" "$rounds" "$batch" "$micro" <<'PY'
