@@ -66,21 +66,26 @@ static inline sfx_i64v sfx_quantise(sfx_u32h w, double scale, uint32_t limit, sf
   return (hi << 32) + lo;
 }
 
-// out[l] = float(q[l] * 2^-shift) lane by lane: sfx_to_float's expression (inv = 2^-shift).
-static inline void sfx_round_lanes(float* out, sfx_i64v q, double inv) {
-  for (int l = 0; l < kSfxLanes; ++l) out[l] = float(double(float(q[l])) * inv);
+// float(q * 2^-shift), inv = 2^-shift: int64 -> float rounds to nearest even once; the scaling
+// (a normal double for |shift| < 1000) is exact in double, and so is the final float conversion
+// unless the result is below the normal float range (then a second rounding, the same on every
+// ISA). The one rounding of the format: sfx_to_float and sfx_run's round_out both use it.
+static inline float sfx_round(int64_t q, double inv) { return float(double(float(q)) * inv); }
+
+// 2^e for |e| < 1000 (a normal double), built from its bits.
+static inline double sfx_pow2(int32_t e) {
+  union {
+    uint64_t u;
+    double d;
+  } sc;
+  sc.u = uint64_t(1023 + e) << 52;
+  return sc.d;
 }
 
 uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_t limit,
                  uint32_t* emax_out, int32_t accumulate, float* clear, float* round_out) {
   sfx_u32h flags = {}, emax = {};
-  union {
-    uint64_t u;
-    double d;
-  } sc, inv;
-  sc.u = uint64_t(1023 + shift) << 52;  // 2^shift (|shift| < 1000: a normal double)
-  inv.u = uint64_t(1023 - shift) << 52;
-  const double scale = sc.d;
+  const double scale = sfx_pow2(shift), inv = sfx_pow2(-shift);
   const sfx_f32h zf = {};
   int64_t i = 0;
   for (; i + kSfxLanes <= n; i += kSfxLanes) {
@@ -100,7 +105,7 @@ uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_
         q += a;
       }
       if (round_out)
-        sfx_round_lanes(round_out + i, q, inv.d);
+        for (int l = 0; l < kSfxLanes; ++l) round_out[i + l] = sfx_round(q[l], inv);
       else
         __builtin_memcpy(acc + i, &q, sizeof q);
     }
@@ -117,7 +122,7 @@ uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_
     sfx_i64v q = sfx_quantise(w, scale, limit, fl, ex);
     q[0] += accumulate ? acc[i] : 0;
     if (round_out)
-      round_out[i] = float(double(float(q[0])) * inv.d);
+      round_out[i] = sfx_round(q[0], inv);
     else
       acc[i] = q[0];
     if (clear) clear[i] = 0.0f;
@@ -129,15 +134,8 @@ uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_
 }
 
 void sfx_to_float(float* out, const int64_t* q, int64_t n, int32_t shift) {
-  // int64 -> float rounds to nearest even once; the scaling by 2^-shift (a normal double for
-  // |shift| < 1000) is exact in double, and so is the final float conversion unless the result
-  // is below the normal float range (then a second rounding, the same on every ISA).
-  union {
-    uint64_t u;
-    double d;
-  } sc;
-  sc.u = uint64_t(1023 - shift) << 52;
-  for (int64_t i = 0; i < n; ++i) out[i] = float(double(float(q[i])) * sc.d);
+  const double inv = sfx_pow2(-shift);
+  for (int64_t i = 0; i < n; ++i) out[i] = sfx_round(q[i], inv);
 }
 
 void sfx_add(int64_t* acc, const int64_t* add, int64_t n) {
