@@ -19,6 +19,9 @@
 //              post_step      the update is applied and all-gathered; the result is final (timing
 //                             included); end of train_step()
 //              on_step        after train_step() (logging, evaluation, checkpoints)
+//   evaluation:  mid_eval  rank 0's held-out losses of one evaluation are computed, none of its
+//                          records written yet (train/callbacks.h Evaluator; at start, at an
+//                          interval step, at the end or the one a resume redoes)
 //   checkpoint:  on_checkpoint_written  this rank's checkpoint data is written, not yet committed
 //                post_checkpoint        the checkpoint is committed (dir given)
 //   on_end           fit() ends
@@ -75,6 +78,7 @@ class Callback {
   virtual void pre_optim(Trainer&, const StepResult&) {}
   virtual void post_step(Trainer&, const StepResult&) {}
   virtual void on_step(Trainer&, const StepResult&) {}
+  virtual void mid_eval(Trainer&) {}
   virtual void on_checkpoint_written(Trainer&) {}
   virtual void post_checkpoint(Trainer&, const std::string& /*dir*/) {}
   virtual void on_end(Trainer&) {}

@@ -173,8 +173,9 @@ std::vector<eval::EvalResult> Evaluator::evaluate(Trainer& t) {
   std::vector<eval::EvalResult> out;
   last_step_ = t.step();
   if (t.rank() != 0) return out;  // every rank holds the same weights: rank 0 evaluates
-  for (auto& s : sets_) {
-    eval::EvalResult r = s->run(t.model());
+  for (auto& s : sets_) out.push_back(s->run(t.model()));
+  for (Callback* cb : t.callbacks()) cb->mid_eval(t);  // computed, not yet logged
+  for (const eval::EvalResult& r : out) {
     t.metrics().write({{"kind", "eval"}, {"step", t.step()}, {"set", r.label},
                        {"loss", num(r.loss)}, {"ppl", num(r.ppl)}, {"tokens", r.tokens},
                        {"instances", r.instances}, {"seconds", r.seconds}});
@@ -183,7 +184,6 @@ std::vector<eval::EvalResult> Evaluator::evaluate(Trainer& t) {
                   (long long)t.step(), r.label.c_str(), r.loss, r.ppl, (long long)r.tokens,
                   r.seconds);
     t.progress().message(buf);
-    out.push_back(r);
   }
   last_step_ = t.step();
   return out;

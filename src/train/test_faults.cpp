@@ -2,6 +2,7 @@
 #include "train/test_faults.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "kernels/loss.h"
 #include "model/olmo3.h"
 #include "train/param_rms.h"
+#include "train/preempt_stop.h"
 #include "train/trainer.h"
 
 namespace olmo::train {
@@ -64,9 +66,10 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
       ok = ok && one[size_t(n)] == ':' && size_t(n) + 1 < one.size();
       h.where = w;
       OLMO_CHECK(ok && r >= 0 && s >= 0 &&
-                     (h.where == "start" || h.where == "step" || h.where == "ckpt"),
+                     (h.where == "start" || h.where == "step" || h.where == "ckpt" ||
+                  h.where == "eval"),
                  "OLMO_TEST_HOLD = '", hold, "': expected WHERE:RANK:STEP[+]:FILE[,...] with "
-                 "WHERE start, step or ckpt (bad: '", one, "')");
+                 "WHERE start, step, ckpt or eval (bad: '", one, "')");
       h.rank = r;
       h.step = s;
       h.file = one.substr(size_t(n) + 1);
@@ -120,7 +123,7 @@ void TestFaults::parse_param_scale(const Config& cfg, const char* spec, int rank
                  group.c_str(), x);
 }
 
-void TestFaults::at_point(Trainer& t, const char* where) const {
+void TestFaults::at_point(Trainer& t, const char* where) {
   char w[16] = {0};
   int r = -1;
   long long s = -1;
@@ -130,8 +133,8 @@ void TestFaults::at_point(Trainer& t, const char* where) const {
     std::fflush(stderr);
     std::raise(SIGKILL);
   }
-  for (const Hold& h : holds_) {
-    if (h.where != where || h.rank != t.rank() || t.step() < h.step ||
+  for (Hold& h : holds_) {
+    if (h.done || h.where != where || h.rank != t.rank() || t.step() < h.step ||
         (!h.or_later && t.step() != h.step))
       continue;
     const int fd = ::open(h.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -142,7 +145,25 @@ void TestFaults::at_point(Trainer& t, const char* where) const {
     std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d holds at %s of step %lld (%s%s)\n", t.rank(),
                  where, (long long)t.step(), h.file.c_str(), wrote ? "" : ", short write");
     std::fflush(stderr);
-    for (;;) ::pause();  // until a signal ends the process
+    h.done = true;
+    // Until a signal ends the process or the test removes or empties FILE (emptied, it still
+    // marks the point as passed for a relaunch).
+    // A preemption signal that arrives meanwhile is appended to FILE ("signal N"): a test waits
+    // for it before the release, so the stop step is the held one, whatever the delivery took.
+    for (int seen = preempt_signal();;) {
+      struct stat st;
+      if (::stat(h.file.c_str(), &st) != 0 || st.st_size == 0) break;
+      if (const int sig = preempt_signal(); sig != seen) {
+        const std::string note = cat("signal ", sig, "\n");
+        const int afd = ::open(h.file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (afd >= 0 && ::write(afd, note.data(), note.size()) == ssize_t(note.size())) seen = sig;
+        if (afd >= 0) ::close(afd);
+      }
+      ::usleep(10000);
+    }
+    std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d released at %s of step %lld\n", t.rank(), where,
+                 (long long)t.step());
+    std::fflush(stderr);
   }
 }
 

@@ -10,16 +10,21 @@
 //   OLMO_TEST_KILL=<where>:<rank>:<step>  that rank SIGKILLs itself at `where`: start (the
 //     starting state is in memory, step = the step it starts from: on_resume), step (after its
 //     first micro-batch of that step: post_backward), ckpt (its checkpoint shard data written,
-//     not yet committed: on_checkpoint_written; with
-//     trainer.async_checkpoint: staged, its write under way on the writer thread) -- the crash tests of tests/distributed and the
-//     kill campaign of tests/train.
+//     not yet committed: on_checkpoint_written; with trainer.async_checkpoint: staged, its write
+//     under way on the writer thread), eval (rank 0 only: the held-out losses of the evaluation
+//     at that step computed, none logged: mid_eval) -- the crash tests of tests/distributed and
+//     the kill campaign of tests/train.
 //   OLMO_TEST_HOLD=<where>:<rank>:<step>[+]:<FILE>[,...]  that rank stops at the same named
-//     points, once: it creates FILE (O_EXCL; "pid where step") and then blocks until a signal
-//     ends it; where FILE exists already (a relaunch passing the point again) it goes on.
-//     <step>+ holds at the first such point at or after that step. A test waits for FILE and
-//     then kills what it wants (a whole host in tests/distributed/launch_netns_test.py) or lets
-//     a watchdog find the hung rank: the fault lands exactly there, never early or late as
-//     after a sleep. Several points: comma-separated (each with its own FILE).
+//     points, once: it creates FILE (O_EXCL; "pid where step") and then blocks until a signal ends
+//     it or FILE is removed or emptied (then it goes on, checking every 10 ms); a preemption signal
+//     (train/preempt_stop.h) caught while it holds is appended to FILE as "signal N", and acted on
+//     after the release. Where FILE exists already, emptied or not (a relaunch passing the point
+//     again), it goes on. <step>+ holds at the first such point at or after that step. A test waits
+//     for FILE and then kills what it wants (a whole host in
+//     tests/distributed/launch_netns_test.py), lets a watchdog find the hung rank, or does what must
+//     happen at that point (a signal, a remount) and removes or empties FILE: the fault lands
+//     exactly there, never early or late as after a sleep. Several points: comma-separated (each
+//     with its own FILE).
 //   OLMO_TEST_PARAM_SCALE=GROUP:X  (refused unless allow_fault_injection: true; not under ZeRO-3)
 //     every step's update of one parameter group (train/param_rms.h names: embed, attn_q, ...,
 //     lm_head) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
@@ -52,12 +57,13 @@ class TestFaults : public Callback {
   void unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) override;
   void pre_step(Trainer& t, data::DataLoader::Batch&) override;
   void post_step(Trainer& t, const StepResult& r) override;
+  void mid_eval(Trainer& t) override { at_point(t, "eval"); }
   void on_checkpoint_written(Trainer& t) override { at_point(t, "ckpt"); }
 
  private:
   void parse_param_scale(const Config& cfg, const char* spec, int rank);
   // OLMO_TEST_KILL / OLMO_TEST_HOLD at the named point `where` of the current step.
-  void at_point(Trainer& t, const char* where) const;
+  void at_point(Trainer& t, const char* where);
   bool nan_active(int64_t step, int rank) const {
     return !nan_kind_.empty() && rank == nan_rank_ && step >= nan_step_ &&
            step < nan_step_ + nan_count_;
@@ -71,6 +77,7 @@ class TestFaults : public Callback {
     int rank = 0;
     int64_t step = 0;
     bool or_later = false;  // <step>+
+    bool done = false;      // held (and released) once in this process
   };
   std::vector<Hold> holds_;
   // OLMO_TEST_PARAM_SCALE: the group, its flat ranges, the factor, its weights

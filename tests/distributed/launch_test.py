@@ -2,9 +2,9 @@
 1. a host list naming an unreachable host (the remote shell fails for it): a clear message
    naming the host and why, and the run starts and finishes on the rest; with --min-np above
    what the rest allows it stops with an error naming the host instead;
-2. a shrink to a slot count that does not divide the micro-batches (8 per step; 4 slots, a kill,
-   3 left): the launcher says so and relaunches on 2, the largest count that does;
-3. a shrink below --min-np (a kill with 1 slot left, --min-np 2): stops with an error naming the
+2. a shrink to a slot count that does not divide the micro-batches (8 per step; 4 slots, a kill
+   of rank 3 held inside step 4 by OLMO_TEST_HOLD, 3 left): the launcher says so and relaunches on 2, the largest count that does;
+3. a shrink below --min-np (a kill of rank 0 held inside step 4, 1 slot left, --min-np 2): stops with an error naming the
    slots and the newest complete checkpoint;
 4. a job that keeps failing (every job dies in step 3, OLMO_TEST_KILL): stops after
    --max-failures with an error naming the failures and the newest checkpoint;
@@ -12,8 +12,8 @@
    after --stall-timeout, counted as a failure, relaunched, and the run finishes; the timeout is
    3x the longest restart (launch -> first new step) measured in cases 1-2 of this run, so a slow
    relaunch is never taken for a hang;
-5b. the stall watchdog on by default (no --stall-timeout): rank 1 frozen by SIGSTOP after step 3
-   is found by the timeout derived from the step times of metrics.jsonl (max(--stall-floor,
+5b. the stall watchdog on by default (no --stall-timeout): rank 1, held inside step 4
+   (OLMO_TEST_HOLD), is frozen by SIGSTOP and its hold released (it stays frozen) and is found by the timeout derived from the step times of metrics.jsonl (max(--stall-floor,
    10 x the median step gap, 2 x the longest checkpoint gap); --stall-floor is lowered from its
    60 s so that the test is short) and the job is relaunched from the newest checkpoint and
    finishes (mpirun, stopped with SIGTERM, sends the frozen rank SIGCONT and then SIGTERM: the
@@ -91,14 +91,14 @@ def main():
         with open(hostfile, "w") as f:
             f.write("localhost slots=4\n")
         ov8 = lu.overrides(data, run, 10, extra=["data.global_batch_tokens=512"])
+        hold = os.path.join(tmp, "nondiv.hold")
         proc, log = lu.start(["--hostfile", hostfile, *base, td.tiny_config(), *ov8],
-                             os.path.join(tmp, "nondiv.log"))
+                             os.path.join(tmp, "nondiv.log"), env={"OLMO_TEST_HOLD": f"step:3:4:{hold}"})
         try:
-            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
-            pids = lu.rank_pids(run)
+            pid = int(lu.wait_file(hold, 120, proc).split()[0])  # rank 3, inside step 4
             with open(hostfile, "w") as f:
                 f.write("localhost slots=3\n")
-            os.kill(pids[max(pids)], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             proc.wait(timeout=240)
         finally:
             lu.stop(proc, log)
@@ -115,15 +115,15 @@ def main():
         run = os.path.join(tmp, "below")
         with open(hostfile, "w") as f:
             f.write("localhost slots=2\n")
+        hold = os.path.join(tmp, "below.hold")
         proc, log = lu.start(["--hostfile", hostfile, "--min-np", "2", *base,
                               td.tiny_config(), *lu.overrides(data, run, 10)],
-                             os.path.join(tmp, "below.log"))
+                             os.path.join(tmp, "below.log"), env={"OLMO_TEST_HOLD": f"step:0:4:{hold}"})
         try:
-            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
-            pids = lu.rank_pids(run)
+            pid = int(lu.wait_file(hold, 120, proc).split()[0])  # rank 0, inside step 4
             with open(hostfile, "w") as f:
                 f.write("localhost slots=1\n")
-            os.kill(pids[0], signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             proc.wait(timeout=120)
         finally:
             lu.stop(proc, log)
@@ -173,14 +173,17 @@ def main():
         # 5b. the default (derived) watchdog finds a rank frozen by SIGSTOP
         stall_floor = round(STALL_MARGIN * restart_s, 2)
         run = os.path.join(tmp, "frozen")
+        hold = os.path.join(tmp, "frozen.hold")
         proc, log = lu.start(["--np", "2", "--stall-floor", str(stall_floor), *base,
                               td.tiny_config(), *lu.overrides(data, run, 40)],
-                             os.path.join(tmp, "frozen.log"))
+                             os.path.join(tmp, "frozen.log"), env={"OLMO_TEST_HOLD": f"step:1:4:{hold}"})
         try:
-            lu.wait_for(lambda: lu.last_train_step(run) >= 3, 120, "step 3", proc)
-            frozen = lu.rank_pids(run)[1]
+            frozen = int(lu.wait_file(hold, 120, proc).split()[0])  # rank 1, inside step 4
             os.kill(frozen, signal.SIGSTOP)
             t_frozen = time.time()
+            # Released (emptied: a relaunch passing step 4 again goes on), but stopped: the
+            # rank sees it only after mpirun's SIGCONT.
+            open(hold, "w").close()
             try:  # a healthy run of these 40 steps takes a few seconds
                 proc.wait(timeout=60 + 4 * stall_floor)
             except subprocess.TimeoutExpired:

@@ -7,7 +7,10 @@ per-step record, each step once; `olmo ckpt verify`):
    ranks, exits 4 and starts nothing (no second launch, no requeue outside Slurm);
 3. SIGTERM to one rank only (rank 1) under `olmo launch --np 2`: the per-step collective stops
    rank 0 at the same step; the launcher sees exit 4 from mpirun and restarts nothing.
-Each signal comes at a random time (a random step, then 0-60 ms; OLMO_TEST_SEED repeats one).
+Each signal comes inside a random step A (1..14; OLMO_TEST_SEED repeats one), at a named point:
+the signalled rank holds there (OLMO_TEST_HOLD, after its first micro-batch), the test signals
+it, waits until the held rank has caught the signal and releases it, so the run must stop at
+step A exactly (no timing: the same on a slow or loaded machine).
 The checkpoint interval (5) is chosen so that the stop step usually has no interval checkpoint
 (the one written for the stop is exercised; the output says which).
 Env: OLMO_BIN, OLMO_MPIRUN, OLMO_SOURCE_DIR. Exit 0 = pass.
@@ -26,8 +29,8 @@ from olmo_test import tiny_data as td
 
 STEPS = 20
 SAVE = 5
-# The signal comes at a random time: once a random step in 1..14 is recorded, plus 0-60 ms (a
-# step takes ~70 ms). OLMO_TEST_SEED=N repeats a sequence (the seed is printed).
+# The signal comes inside a random step in 1..14. OLMO_TEST_SEED=N repeats a sequence (the seed
+# is printed).
 SEED = int(os.environ.get("OLMO_TEST_SEED", time.time_ns() % 1_000_000))
 RNG = random.Random(SEED)
 
@@ -50,28 +53,40 @@ def finish_and_compare(du, lu, name, cmd, run, ref, log):
     su.equal_to_reference(lu, run, ref, STEPS, f"{name}, resumed")
 
 
-def case(du, lu, tmp, data, ref, name, cmd, target):
-    """Starts cmd, signals target(proc, run) at a random time, checks exit 4 and the stop."""
-    after, delay = RNG.randint(1, 14), RNG.uniform(0, 0.06)
+def case(du, lu, tmp, data, ref, name, cmd, target, rank=0):
+    """Starts cmd with `rank` held inside a random step A, signals target(proc, pid of the held
+    rank), releases the hold once that rank caught a signal; checks exit 4 and the stop at A."""
+    at = RNG.randint(1, 14)
     run = os.path.join(tmp, name)
     cmd = [*cmd, td.tiny_config(), *lu.overrides(data, run, STEPS, [f"trainer.save_interval={SAVE}"])]
     log = os.path.join(tmp, f"{name}.log")
+    hold = os.path.join(tmp, f"{name}.hold")
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env())
-        lu.wait_for(lambda: lu.last_train_step(run) >= after, 120, f"{name}: step {after}", proc)
-        time.sleep(delay)
-        what = target(proc, run)
-        at = lu.last_train_step(run)
-        rc = proc.wait(timeout=120)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                env=dict(env(), OLMO_TEST_HOLD=f"step:{rank}:{at}:{hold}"))
+        try:
+            pid = int(lu.wait_file(hold, 120, proc).split()[0])
+            what = target(proc, pid)
+            lu.wait_for(lambda: "\nsignal " in open(hold).read(), 60,
+                        f"{name}: the held rank catching the signal", proc)
+            open(hold, "w").close()  # released: it finishes step A and stops at its end
+            rc = proc.wait(timeout=120)
+        except AssertionError as e:
+            check(False, f"{name}: {e}: {open(log).read()[-2000:]}")
+            proc.kill()
+            proc.wait()
+            return run, cmd, log
     text = open(log).read()
     stops = stop_record(du, run)
     ok = check(rc == 4 and len(stops) == 1, f"{name}: exit {rc}, stop records {stops}: {text[-2000:]}")
     if ok:
         s = stops[0]["step"]
-        check(s >= at and s < STEPS and stops[0]["checkpoint"].endswith(f"/step{s}")
+        check(s == at and stops[0]["checkpoint"].endswith(f"/step{s}")
                  and os.path.isdir(os.path.join(run, f"step{s}")),
-                 f"{name}: stop {stops[0]} after step {at}: no checkpoint of the stop step")
-        print(f"{name}: {what} {delay * 1000:.0f} ms after step {after} was recorded: exit 4, stopped after step {s} with checkpoint step{s} "
+                 f"{name}: stop {stops[0]}, signal inside step {at}: not a stop at step {at} "
+                 "with its checkpoint")
+        print(f"{name}: {what} inside step {at} (rank {rank} held there): exit 4, stopped after "
+              f"step {s} with checkpoint step{s} "
               f"({'the interval one' if s % SAVE == 0 else 'written for the stop'})", flush=True)
     return run, cmd, log
 
@@ -81,7 +96,7 @@ def body(tmp, du, lu):
     exe = su.olmo_bin()
     data, ref = su.reference(du, lu, tmp, STEPS, [f"trainer.save_interval={SAVE}"])
 
-    def term(proc, run):
+    def term(proc, pid):
         proc.send_signal(signal.SIGTERM)
         return f"SIGTERM to pid {proc.pid}"
 
@@ -100,12 +115,11 @@ def body(tmp, du, lu):
     finish_and_compare(du, lu, "launcher", cmd, run, ref, log)
 
     # 3. olmo launch --np 2: SIGTERM to rank 1 only
-    def rank1(proc, run):
-        pid = lu.rank_pids(run)[1]
+    def rank1(proc, pid):
         os.kill(pid, signal.SIGTERM)
         return f"SIGTERM to rank 1 (pid {pid})"
 
-    run, cmd, log = case(du, lu, tmp, data, ref, "rank", launch, rank1)
+    run, cmd, log = case(du, lu, tmp, data, ref, "rank", launch, rank1, rank=1)
     check(len(lu.events(run, "preempted")) == 1 and len(lu.events(run, "launch")) == 1
              and not lu.events(run, "failure"),
              f"rank: events {lu.events(run)}")

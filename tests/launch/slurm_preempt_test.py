@@ -7,7 +7,8 @@ limit or preemption:
    which forwards it to the ranks through srun.
 3. as 2. on a 1-task job that Slurm gives 2 tasks when it is requeued (held while pending,
    `scontrol update NumTasks=2`): the run resumes at world size 2.
-Each way the ranks checkpoint the step they are in and exit 4 (preempted), the launcher
+The signal lands inside step 4 at a named point: rank 0 holds there (OLMO_TEST_HOLD) until it
+has caught the signal, so each way the ranks checkpoint step 4 and exit 4 (preempted), the launcher
 restarts nothing, runs `scontrol requeue`, Slurm starts the job again (Restarts=1) and the
 launcher resumes from that checkpoint; the run ends bitwise equal to a plain uninterrupted
 `olmo train` (every tensor, state section and per-step record, each step once).
@@ -23,9 +24,9 @@ import slurm_util as su
 from olmo_test import check
 from olmo_test import tiny_data as td
 
-STEPS = 20  # ~0.1 s a step on 2 tasks: the signal lands well before the end
-SIGNAL_AFTER = 3  # step recorded before the signal
-SAVE = 5  # checkpoint interval: the stop step (4 or so) needs a checkpoint of its own
+STEPS = 20
+SIGNAL_IN = 4  # the step rank 0 holds in while the signal comes (the stop step)
+SAVE = 5  # checkpoint interval: the stop step needs a checkpoint of its own
 
 
 def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, tasks=2, regrow=0):
@@ -36,11 +37,15 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, ta
                                            ["--poll", "0.05"])],
                            ["#SBATCH --requeue"])
     t0 = time.time()
-    job = c.sbatch(script, ["-D", tmp], env=su.job_env())
-    lu.wait_for(lambda: lu.last_train_step(run) >= SIGNAL_AFTER, 120, f"{name}: step {SIGNAL_AFTER}")
+    hold = os.path.join(tmp, f"{name}.hold")
+    job = c.sbatch(script, ["-D", tmp],
+                   env=dict(su.job_env(), OLMO_TEST_HOLD=f"step:0:{SIGNAL_IN}:{hold}"))
+    lu.wait_file(hold, 120)
     c.run(["scancel", *scancel_args, "--signal=USR1", job])
-    at = lu.last_train_step(run)
-    print(f"{name}: scancel {' '.join(scancel_args)} --signal=USR1 after step {at}", flush=True)
+    at = SIGNAL_IN
+    lu.wait_for(lambda: "\nsignal " in open(hold).read(), 60, f"{name}: rank 0 catching USR1")
+    open(hold, "w").close()  # released (emptied: the requeued job passes step 4 without a hold)
+    print(f"{name}: scancel {' '.join(scancel_args)} --signal=USR1 inside step {at}", flush=True)
     if regrow:
         # The requeued job comes back with another task count: held while pending (it waits
         # cred_expire before it may start), given NumTasks=regrow, released.
@@ -64,8 +69,9 @@ def preempt_case(c, du, lu, tmp, data, ref, name, scancel_args, via_launcher, ta
           f"the ranks exited {4} (preempted)", flush=True)
     if stops:
         s = stops[0]["step"]
-        check(stops[0]["checkpoint"].endswith(f"/step{s}") and s >= at,
-                 f"{name}: the stop record names no checkpoint of its step: {stops[0]}, signal after {at}")
+        check(stops[0]["checkpoint"].endswith(f"/step{s}") and s == at,
+                 f"{name}: the stop record names no checkpoint of step {at}, the step the signal "
+                 f"came in: {stops[0]}")
         check(len(launches) == 2 and launches[1]["checkpoint_step"] == s
                  and [e["world"] for e in launches] == [tasks, regrow or tasks],
                  f"{name}: the requeued job did not resume from step{s} on {regrow or tasks} "

@@ -9,13 +9,12 @@ The run is kill_campaign.py's (16 steps, a checkpoint every 2, keep_last 2, eval
    the still-full disk fails the same way and loses nothing. After the tmpfs is grown
    (remount size=64m) a restart resumes from the newest complete checkpoint and finishes bit
    for bit equal to a run that never saw a fault, each step once in metrics.jsonl.
-2. Read-only: once step4 is committed the run is stopped (SIGSTOP), its run dir is bind-mounted
-   read-only over itself, and it continues: the next checkpoint fails with "Read-only file
-   system" naming the path; the newest complete checkpoint survives. A restart on the read-only
+2. Read-only: the run (its checkpoints synchronous here) holds inside step 5 (OLMO_TEST_HOLD:
+   step4 committed, step6 not begun), its run dir is bind-mounted read-only over itself, and
+   the hold is released: the next checkpoint fails with "Read-only file system" naming the path; the newest complete checkpoint survives. A restart on the read-only
    dir is refused with the same cause. After the unmount a restart finishes bitwise equal.
 """
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -78,15 +77,19 @@ def disk_full(tmp, data, ref):
 def read_only(tmp, data, ref):
     run = os.path.join(tmp, "ro", "run")
     os.makedirs(os.path.dirname(run))
-    p, out = kc.launch(kc.overrides(data, run), {}, run + ".log")
-    ok = kc.wait_for(p, lambda: os.path.exists(os.path.join(run, "step4", "COMMITTED")))
+    hold = run + ".hold"  # beside the run dir: still writable (and removable) after the remount
+    p, out = kc.launch(kc.overrides(data, run) + ["trainer.async_checkpoint=false"],
+                       {"OLMO_TEST_HOLD": f"step:0:5:{hold}"}, run + ".log")
+    ok = kc.wait_for(p, lambda: os.path.exists(hold), timeout=120)
+    ok = check(ok and os.path.exists(os.path.join(run, "step4", "COMMITTED")) and
+               not os.path.exists(os.path.join(run, "step6-tmp")),
+               f"read-only: the run did not hold in step 5 after committing step4: {os.listdir(run)}")
     mounted = False
     if ok:
-        p.send_signal(signal.SIGSTOP)
         r1 = sh("mount", "--bind", run, run)
         r2 = sh("mount", "-o", "remount,ro,bind", run) if r1.returncode == 0 else r1
         mounted = r1.returncode == 0
-        p.send_signal(signal.SIGCONT)
+        os.remove(hold)  # released: the run goes on from inside step 5
         if r2.returncode != 0:
             p.kill()
             p.wait()
@@ -95,6 +98,8 @@ def read_only(tmp, data, ref):
                 sh("umount", run)
             print("SKIPPED: cannot bind-mount read-only:", r2.stderr.strip())
             return False
+    else:
+        p.kill()  # held (or gone): nothing to release
     rc = p.wait()
     out.close()
     log = open(run + ".log").read()

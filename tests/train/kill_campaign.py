@@ -5,19 +5,24 @@ until it finishes. The kills are of six kinds, drawn in a seeded random order:
   hook:start   OLMO_TEST_KILL=start:0:R  -- right after the starting state is restored
   hook:step    OLMO_TEST_KILL=step:0:S   -- inside step S (after its first micro-batch), S random
   hook:ckpt    OLMO_TEST_KILL=ckpt:0:S   -- after the checkpoint data of step S, before commit
+  hook:eval    OLMO_TEST_KILL=eval:0:S   -- inside the evaluation of step S (losses computed, not
+                                            logged), S the next or the one after next that evaluates
   timed        SIGKILL from outside after a random delay in [0, half a whole run's wall time]
-  eval         SIGKILL a random 0-5 ms after a step that evaluates logged its train record
   ckpt_write   SIGKILL a random 0-15 ms after a stepN-tmp dir appeared (mid-checkpoint write)
-After each kill, where it landed is read from the run dir (a new stepN-tmp: mid-checkpoint,
-with the files it held; no train record past the resumed step: start-up / first step; the last
-step evaluates and has no eval record: evaluation; else a step), the newest committed checkpoint
-must not be older than before, and no restart may warn about a corrupt checkpoint. When a run
+The four hook kinds land at their named point whatever the machine's speed, so every phase is
+hit on every run (the coverage check cannot depend on timing); the two timed kinds sample the
+moments between. After each kill, where it landed is read from the run dir (a new stepN-tmp:
+mid-checkpoint, with the files it held; no train record past the resumed step: start-up / first
+step; the last step evaluates and has no eval record: evaluation; else a step) and, for a hook
+kill, must be the hook's phase; the newest committed checkpoint must not be older than before,
+and no restart may warn about a corrupt checkpoint. When a run
 finishes before the kills are all done a new round starts in a fresh run dir.
 Every finished round must equal a never-killed reference run bit for bit (every tensor, the
 AdamW/skip-step/loader/trainer state), and its metrics.jsonl must hold each train step 1..16
 exactly once and each (step, eval set) exactly once, with the reference's values, and no alarm.
 Seed: OLMO_KILL_SEED (default 11); kills: OLMO_KILL_COUNT (default 32). The kinds, hook steps
-and delays are the seed's; where a wall-clock kill lands also depends on the machine's speed.
+and delays are the seed's; where a wall-clock kill lands also depends on the machine's speed
+(never whether the test passes).
 """
 import json
 import os
@@ -158,7 +163,8 @@ def main():
     t_start = time.time()
     try:
         data = td.make_data(os.path.join(tmp, "data"))
-        # A held-out set of 96 instances (24 forwards): evaluation lasts long enough to be hit.
+        # A held-out set of 96 instances (24 forwards): evaluation lasts long enough for the
+        # timed kills to hit it too now and then.
         os.makedirs(os.path.join(tmp, "data", "val96"))
         td.stream(64 * 96, 300).tofile(os.path.join(tmp, "data", "val96", "part-0.npy"))
         data["val"] = os.path.join(tmp, "data", "val96")
@@ -173,9 +179,9 @@ def main():
         print(f"reference run: {STEPS} steps in {ref_s:.1f} s")
 
         kinds = (["hook:start"] * 5 + ["hook:step"] * 5 + ["hook:ckpt"] * 5 + ["timed"] * 9 +
-                 ["eval"] * 4 + ["ckpt_write"] * 4)
+                 ["hook:eval"] * 4 + ["ckpt_write"] * 4)
         while len(kinds) < n_kills:
-            kinds.append(rng.choice(["timed", "eval", "ckpt_write", "hook:step"]))
+            kinds.append(rng.choice(["timed", "hook:eval", "ckpt_write", "hook:step"]))
         rng.shuffle(kinds)
         kills, landed, rounds, attempts, misses = 0, {}, 0, 0, 0
         run = None
@@ -196,21 +202,18 @@ def main():
                 env["OLMO_TEST_KILL"] = f"step:0:{min(STEPS, resume + rng.randint(1, 3))}"
             elif kind == "hook:ckpt":
                 env["OLMO_TEST_KILL"] = f"ckpt:0:{min(STEPS, resume + SAVE * rng.randint(1, 2))}"
+            elif kind == "hook:eval":  # an evaluating step after the resume (16: the final one)
+                due = [s for s in range(resume + 1, STEPS + 1) if s % EVAL == 0 or s == STEPS]
+                env["OLMO_TEST_KILL"] = f"eval:0:{due[min(len(due) - 1, rng.randint(0, 1))]}"
             attempts += 1
             p, out = launch(overrides(data, run), env, log)
             if kind == "timed":
                 wait_for(p, lambda: False, timeout=rng.uniform(0, 0.5 * ref_s))
-            elif kind == "eval":
-                def eval_step_logged():
-                    s = train_steps(new_records(before_m, metrics(run), resume))
-                    return bool(s) and s[-1] % EVAL == 0 and s[-1] < STEPS
-                if wait_for(p, eval_step_logged):
-                    time.sleep(rng.uniform(0, 0.005))
             elif kind == "ckpt_write":
                 if wait_for(p, lambda: any(k not in before_tmp or before_tmp[k][0] != v[0]
                                            for k, v in tmp_dirs(run).items())):
                     time.sleep(rng.uniform(0, 0.015))
-            if kind in ("timed", "eval", "ckpt_write") and p.poll() is None:
+            if kind in ("timed", "ckpt_write") and p.poll() is None:
                 p.send_signal(signal.SIGKILL)
             rc = p.wait()
             out.close()
@@ -236,7 +239,15 @@ def main():
                 steps_new = train_steps(new)
                 last = max(steps_new) if steps_new else 0
                 evals = {r["step"] for r in new if r.get("kind") == "eval"}
-                if kind.startswith("hook:"):
+                if kind == "hook:eval":
+                    # Read from the run dir like a timed kill's: the evaluating step is the last
+                    # train record and none of its eval records was written.
+                    s = int(env["OLMO_TEST_KILL"].split(":")[2])
+                    where = "evaluation (hook)"
+                    check(last == s and s not in evals and f"at eval of step {s}" in text,
+                          f"attempt {attempts}: the eval hook of step {s} landed elsewhere "
+                          f"(last train record {last}, eval records at {sorted(evals)})")
+                elif kind.startswith("hook:"):
                     where = {"hook:start": "start-up (hook)", "hook:step": "step (hook)",
                              "hook:ckpt": "checkpoint write (hook, tensors written)"}[kind]
                 elif new_tmp:
