@@ -2,8 +2,5 @@
 # plan and bytes sent of `olmo info --processes N` / `olmo train --dry-run` against hand-worked
 # figures, what the ranks of a 2-process job actually hold (AdamW moments 8P/N, the sharded
 # exact accumulator 8 B/parameter/N), and a second 2-process job refused with the holder's pid.
-if(MPIEXEC_EXECUTABLE)
-  olmo_py_test(dist_claims ${CMAKE_CURRENT_LIST_DIR}/claims_test.py)
-  set_property(TEST dist_claims APPEND PROPERTY ENVIRONMENT "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
-  set_tests_properties(dist_claims PROPERTIES RESOURCE_LOCK mpi LABELS dist)
-endif()
+olmo_mpi_py_test(dist_claims ${CMAKE_CURRENT_LIST_DIR}/claims_test.py)
+set_tests_properties(dist_claims PROPERTIES LABELS dist)

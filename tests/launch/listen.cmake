@@ -2,9 +2,6 @@
 # `olmo launch` (Open MPI's TCP BTL left out), and with the BTL on every rank listener is in the
 # port window given to Open MPI; junk from a foreign client does not stop the job. mpirun:
 # RESOURCE_LOCK mpi; binds a window of ports: ports. Measured 12 s on 2 busy cores.
-if(MPIEXEC_EXECUTABLE)
-  olmo_py_test(launch_listen ${CMAKE_CURRENT_LIST_DIR}/listen_test.py)
-  set_property(TEST launch_listen APPEND PROPERTY ENVIRONMENT "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
-  set_tests_properties(launch_listen PROPERTIES TIMEOUT 90 RESOURCE_LOCK "mpi;ports"
-                       LABELS "launch;dist")
-endif()
+olmo_mpi_py_test(launch_listen ${CMAKE_CURRENT_LIST_DIR}/listen_test.py)
+set_tests_properties(launch_listen PROPERTIES TIMEOUT 90 RESOURCE_LOCK "mpi;ports"
+                     LABELS "launch;dist")

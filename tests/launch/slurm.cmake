@@ -19,8 +19,5 @@ set_tests_properties(launch_slurm_static launch_slurm_elastic launch_slurm_preem
 # Preemption without a scheduler (issue 37 item 3): SIGTERM to `olmo train`, to `olmo launch
 # --np 2` and to one of its ranks: exit 4 with a checkpoint of the stop step, the same command
 # resumes bitwise equal. mpirun: RESOURCE_LOCK mpi. Measured 11-16 s.
-if(MPIEXEC_EXECUTABLE)
-  olmo_py_test(launch_preempt ${CMAKE_CURRENT_LIST_DIR}/preempt_test.py)
-  set_property(TEST launch_preempt APPEND PROPERTY ENVIRONMENT "OLMO_MPIRUN=${MPIEXEC_EXECUTABLE}")
-  set_tests_properties(launch_preempt PROPERTIES TIMEOUT 90 RESOURCE_LOCK mpi LABELS "launch;dist")
-endif()
+olmo_mpi_py_test(launch_preempt ${CMAKE_CURRENT_LIST_DIR}/preempt_test.py)
+set_tests_properties(launch_preempt PROPERTIES TIMEOUT 90 LABELS "launch;dist")
