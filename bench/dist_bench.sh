@@ -20,7 +20,8 @@
 # rounding runs inside the last micro-batch's conversion, so it counts in exact_convert),
 # comm = waits inside communication calls, optimizer = the AdamW shard update; fwd_bwd_rest =
 # the step less those rows: forward, backward and the rest), each timed step's time (the spread
-# that noise gives) and the conversion cost in ns per parameter per micro-batch. The machine's
+# that noise gives) and the conversion cost in ns per parameter per instance (exact converts
+# each instance's gradient once; --micro sets fast's micro-batch only). The machine's
 # load average is printed before and after. Each run's final checkpoint is deleted after it
 # (only metrics.jsonl is read; 3.2 GB each at olmo3-190m).
 # Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--heads d/64] [--ffn 8d/3 up to 256]
@@ -105,12 +106,12 @@ for np_ in (1, 2):
               f"precision {info.get('precision', '?')}, accumulator {info.get('exact_accumulator', '-')}")
         print(f"    timed steps (s, rounds in order): {' '.join(f'{x:.3f}' for x in st)}")
         if prof["comm"]:
-            mb = batch // micro // np_  # micro-batches per rank per step
+            mb = -(-batch // np_)  # exact: instances (its conversion unit) per rank per step
             pr = {k: m(v) for k, v in prof.items()}
             pr["fwd_bwd_rest"] = m(st) - sum(pr.values())  # the step less the rows above
             print("    profile per step (rank 0): " + ", ".join(f"{k} {v:.3f} s ({100*v/m(st):.1f}%)" for k, v in pr.items())
-                  + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/micro-batch"
-                     f" ({mb} micro-batches/rank)" if mode.startswith("exact") else ""))
+                  + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/instance"
+                     f" ({mb} instances/rank)" if mode.startswith("exact") else ""))
 t2 = []
 for r in range(1, rounds + 1):
     recs = [json.loads(l) for l in open(os.path.join(out, f"run-1t2-exact-{r}", "metrics.jsonl"))]

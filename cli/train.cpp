@@ -114,8 +114,9 @@ int run_train(int argc, char** argv) {
                   "names or schedule; = trainer.allow_recipe_change=[a,b]); any other change of "
                   "a field that alters the trajectory is refused");
   app->footer(cat(
-      "Data parallel: mpirun -np N build/olmo train CONFIG (any N that divides the micro-batches "
-      "of a step; dist.reduce=exact gives the same bits for every N).\n"
+      "Data parallel: mpirun -np N build/olmo train CONFIG (dist.reduce=exact: any N up to the "
+      "instances of a step, the same bits for every N; fast: an N that divides the "
+      "micro-batches of a step).\n"
       "SIGTERM, SIGINT or SIGUSR1 (a scheduler's preemption notice) stops the run after the "
       "current step with a checkpoint of it.\n"
       "exit: 0 done (or stopped for a resize by olmo launch), 1 error, 2 usage, ",

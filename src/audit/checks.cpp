@@ -13,6 +13,12 @@ int64_t slice_position(int64_t k, int rank, int world, int64_t chunk) {
   return ((k / chunk) * world + rank) * chunk + k % chunk;
 }
 
+int64_t slice_rows(int64_t B, int rank, int world, int64_t chunk) {
+  int64_t k = 0;  // a rank's positions increase with k: count those inside the batch
+  while (slice_position(k, rank, world, chunk) < B) ++k;
+  return k;
+}
+
 BatchAuditor::BatchAuditor(const data::InstanceSource& ds, int64_t B, uint64_t seed, bool shuffle)
     : ds_(ds), B_(B), N_(ds.size()), nb_(B > 0 ? ds.size() / B : 0), seed_(seed),
       shuffle_(shuffle) {
@@ -46,7 +52,7 @@ std::vector<Finding> BatchAuditor::close_epoch(int64_t step) {
     const auto& ord = order(epoch_);
     std::vector<int64_t> missing;
     for (int64_t b = 0; b < nb_; ++b)
-      for (int64_t k = 0; k < B_ / world_; ++k) {
+      for (int64_t k = 0; k < slice_rows(B_, rank_, world_, chunk_); ++k) {
         int64_t idx = ord[size_t(b * B_ + slice_position(k, rank_, world_, chunk_))];
         if (!(served_[size_t(idx) / 64] >> (idx % 64) & 1)) missing.push_back(idx);
       }
@@ -100,7 +106,7 @@ std::vector<Finding> BatchAuditor::observe(const LedgerRecord& r, const int32_t*
     std::vector<int> owner(size_t(B_), -1);
     std::vector<int64_t> bad;
     for (int rk = 0; rk < world_; ++rk)
-      for (int64_t k = 0; k < B_ / world_; ++k) {
+      for (int64_t k = 0; k < slice_rows(B_, rk, world_, chunk_); ++k) {
         int64_t p = slice_position(k, rk, world_, chunk_);
         if (p < 0 || p >= B_ || owner[size_t(p)] != -1) bad.push_back(p);
         else owner[size_t(p)] = rk;

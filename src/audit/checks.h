@@ -37,6 +37,8 @@ struct Finding {
 
 // Global-batch position of row k of `rank`'s slice (data/loader.h rank slicing).
 int64_t slice_position(int64_t k, int rank, int world, int64_t chunk);
+// Rows of `rank`'s slice of a global batch of B (uneven slices: ceil or floor of the chunks).
+int64_t slice_rows(int64_t B, int rank, int world, int64_t chunk);
 
 class BatchAuditor {
  public:

@@ -1,6 +1,8 @@
 // OLMo-core NumpyFSLDataLoader equivalent (see loader.h).
 #include "data/loader.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/hash.h"
 #include "data/pcg64.h"
@@ -18,11 +20,9 @@ DataLoader::DataLoader(const InstanceSource& ds, int64_t global_batch_instances,
 
 void DataLoader::check_batch_shape(int64_t b) const {
   OLMO_CHECK(b >= 1, "data loader: global batch must be >= 1 instance, got ", b);
-  OLMO_CHECK(b % world_ == 0, "data loader: global batch of ", b,
-             " instances is not divisible by the data-parallel world size ", world_);
-  OLMO_CHECK(b % (chunk_ * world_) == 0, "data loader: global batch of ", b,
-             " instances does not split into rank chunks of ", chunk_, " instances x ", world_,
-             " ranks");
+  OLMO_CHECK((b + chunk_ - 1) / chunk_ >= world_, "data loader: global batch of ", b,
+             " instances in rank chunks of ", chunk_, " leaves some of the ", world_,
+             " ranks without an instance");
   OLMO_CHECK(ds_.size() >= b, "data loader: dataset of ", ds_.size(),
              " instances is smaller than one global batch of ", b, " instances");
 }
@@ -61,7 +61,7 @@ bool DataLoader::next(Batch& out) {
   }
   const int64_t b = batches_processed_;
   const int64_t T = ds_.seq_len();
-  const int64_t local = gb_ / world_;
+  const int64_t local = rank_slice_len(gb_, rank_, world_, chunk_);
   const auto& ord = epoch_order(epoch_);
   const uint32_t* row = ord.data() + b * gb_;
   out.B = local;
@@ -73,7 +73,7 @@ bool DataLoader::next(Batch& out) {
   for (int64_t k = 0; k < local; ++k) {
     // k-th instance of this rank: chunk (k / c) of this rank, position k % c in it.
     const int64_t c = chunk_;
-    int64_t idx = row[((k / c) * world_ + rank_) * c + k % c];
+    const int64_t idx = row[((k / c) * world_ + rank_) * c + k % c];
     out.instance_indices[k] = idx;
     ds_.read(idx, out.tokens.data() + k * T);
   }
@@ -83,6 +83,13 @@ bool DataLoader::next(Batch& out) {
   ++batches_processed_;
   tokens_processed_ += gb_ * T;
   return true;
+}
+
+int64_t rank_slice_len(int64_t B, int rank, int world, int64_t c) {
+  // Chunk j (columns [j c, min(B, (j+1) c))) belongs to rank j % W.
+  int64_t n = 0;
+  for (int64_t j = rank; j * c < B; j += world) n += std::min(c, B - j * c);
+  return n;
 }
 
 nlohmann::json DataLoader::state() const {

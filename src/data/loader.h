@@ -5,11 +5,13 @@
 //     shuffle of arange(N, uint32)), keeps the first B * floor(N / B) (B = global batch in
 //     instances) and reshapes to [num_batches, B];
 //   * global batch b is row b; rank r of W takes columns r, r+W, r+2W, ... of that row, so the
-//     sequence of global batches never depends on the world size (B % W == 0 is required);
-//     with set_rank_chunk(c) it takes chunks of c consecutive columns instead (chunk j =
-//     columns [j*c, (j+1)*c) for j = r, r+W, ...): with c = the micro-batch size in instances,
-//     every micro-batch holds the same instances whatever W is (the trainer's world-size-
-//     independent mode); c = 1 is OLMo-core's slicing;
+//     sequence of global batches never depends on the world size; with set_rank_chunk(c) it
+//     takes chunks of c consecutive columns instead (chunk j = columns [j*c, (j+1)*c) for
+//     j = r, r+W, ...; the last chunk may be short): with c = the micro-batch size in
+//     instances, every micro-batch holds the same instances whatever W is (the trainer's
+//     dist.reduce=fast mode, which needs W | B / c); c = 1 is OLMo-core's slicing (the exact
+//     mode's: any W up to B, ranks get ceil(B/W) or floor(B/W) instances). Every rank must get
+//     at least one instance (ceil(B / c) >= W);
 //   * next() returns batches in order, moving to epoch e+1 after the last batch of epoch e (as
 //     OLMo-core's Trainer does with reshuffle(epoch)); set_max_epochs(k) makes it return false
 //     once epoch k is exhausted;
@@ -41,6 +43,9 @@ inline void visit_loader_state(StateVisitor& v, nlohmann::json& state) {
   v.whole(state, {"loader", {"seed", "epoch", "tokens_processed"}});
 }
 
+// Instances rank `rank` of `world` takes from a global batch of B in chunks of c (see above).
+int64_t rank_slice_len(int64_t B, int rank, int world, int64_t c);
+
 class DataLoader {
  public:
   struct Batch {
@@ -69,13 +74,13 @@ class DataLoader {
   int64_t batches_per_epoch() const { return ds_.size() / gb_; }
   int64_t global_batch_instances() const { return gb_; }
   int64_t global_batch_tokens() const { return gb_ * ds_.seq_len(); }
-  int64_t rank_batch_instances() const { return gb_ / world_; }
+  int64_t rank_batch_instances() const { return rank_slice_len(gb_, rank_, world_, chunk_); }
   int64_t epoch() const { return epoch_; }
   int64_t batches_processed() const { return batches_processed_; }
   int64_t tokens_processed() const { return tokens_processed_; }
   uint64_t seed() const { return seed_; }
   void set_max_epochs(int64_t max_epochs) { max_epochs_ = max_epochs; }  // 0 = unlimited
-  // Rank slices in chunks of c consecutive instances (see above); B % (c * W) == 0 required.
+  // Rank slices in chunks of c consecutive instances (see above); ceil(B / c) >= W required.
   void set_rank_chunk(int64_t c);
   int64_t rank_chunk() const { return chunk_; }
   // OLMo-core's global_batch_size setter: change by an integer factor between batches;

@@ -75,12 +75,15 @@ DataParallel::Counts DataParallel::count(const int32_t* targets, int64_t B, int6
   Counts c;
   for (int64_t i = 0; i < B * T; ++i) c.local += targets[i] != olmo::kIgnoreIndex;
   int64_t v[2] = {c.local, B};
+  int64_t most = B;
   const bool empty_rank = timed(comm_s_, [&] {
     comm_.allreduce(v, 2);
+    if (comm_.world() > 1) comm_.allreduce(&most, 1, Op::max);
     return o_.per_rank_loss && comm_.any(c.local == 0);
   });
   c.total = v[0];
   c.global_instances = v[1];
+  c.max_rank_instances = most;
   OLMO_CHECK(c.total > 0, "step ", step, ": the batch has no target tokens");
   OLMO_CHECK(!empty_rank, "step ", step, ": a rank has no target tokens (per_rank loss "
              "normalisation needs some on every rank)");
@@ -91,6 +94,10 @@ float DataParallel::grad_scale(const Counts& c) const {
   const double divisor =
       o_.per_rank_loss ? double(comm_.world()) * double(c.local) : double(c.total);
   return float(1.0 / divisor);
+}
+
+bool DataParallel::equal_rounds() const {
+  return o_.reduce == ReduceMode::exact && (!reducer_->local() || zero3_ != nullptr);
 }
 
 void DataParallel::begin_pass(const Counts& c) {

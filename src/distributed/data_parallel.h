@@ -10,7 +10,8 @@
 //   counts = count(targets)                      global target tokens and instances
 //   do {                                         (a redo repeats the passes: exact overflow)
 //     begin_pass(counts)
-//     per micro-batch i: before_micro_batch(i, last); model.forward_backward(...)
+//     per micro-batch i (exact: per instance, per_instance(); plus padding rounds where
+//     equal_rounds()): before_micro_batch(i, last); model.forward_backward(...)
 //                        (calling unit_grad_done(a, b) per parameter unit);
 //                        after_micro_batch(tokens, n, sums)
 //     red = reduce(counts)                       this rank's shard of the summed gradient,
@@ -63,12 +64,22 @@ class DataParallel {
     int64_t total = 0;             // target tokens (!= -100) of the global batch
     int64_t local = 0;             // of this rank's
     int64_t global_instances = 0;  // instances of the global batch
+    int64_t max_rank_instances = 0;  // the most instances any rank holds (uneven ranks)
   };
   // Collective. Throws when the global batch has no target (or, per-rank normalisation, a rank
   // has none).
   Counts count(const int32_t* targets, int64_t B, int64_t T, int64_t step);
   // The gradient scale of this step: 1 / total (global) or 1 / (W * local) (per rank).
   float grad_scale(const Counts& c) const;
+  // exact: the unit of exactness is the instance: each forward/backward takes one instance, so
+  // its gradient is an fp32 sum over that instance's tokens, converted to fixed point once
+  // (a step's bits are those of its global batch, for any ranks and micro-batch size).
+  bool per_instance() const { return o_.reduce == ReduceMode::exact; }
+  // Whether every rank must run the same number of forward/backward rounds per pass (the
+  // sharded accumulator's per-micro-batch reduce-scatter, ZeRO-3's gathers are collective): a
+  // rank with fewer instances then runs padding rounds (a backward with gradient scale 0,
+  // whose loss sums are dropped: it adds integer zeros).
+  bool equal_rounds() const;
 
   void begin_pass(const Counts& c);
   // last: this rank's last micro-batch of the pass (its gradient is reduced while its backward

@@ -103,6 +103,7 @@ void GradReducer::begin_step(int64_t global_instances) {
   redo_ = false;
   streamed_ = false;
   rounded_into_ = nullptr;
+  mb_rows_known_ = false;
   std::fill(touched_.begin(), touched_.end(), uint8_t(0));
 }
 
@@ -139,12 +140,34 @@ void GradReducer::set_sparse_rows(size_t begin, size_t rows, size_t row_len) {
 
 void GradReducer::touch_rows(const int32_t* ids, size_t n) {
   if (!sparse_rows_) return;
+  mb_rows_.clear();
   for (size_t i = 0; i < n; ++i) {
     const int64_t id = ids[i];
     OLMO_CHECK(id >= 0 && size_t(id) < sparse_rows_, "touch_rows: id ", id, " outside [0, ",
                sparse_rows_, ")");
     touched_[size_t(id)] = 1;
+    mb_rows_.push_back(uint32_t(id));
   }
+  std::sort(mb_rows_.begin(), mb_rows_.end());
+  mb_rows_.erase(std::unique(mb_rows_.begin(), mb_rows_.end()), mb_rows_.end());
+  mb_rows_known_ = true;
+}
+
+// acc += q(g) over [0, numel) except the sparse rows this micro-batch did not touch (their g
+// is exactly zero: q = 0 leaves acc and seen as they are, so the bits are those of the whole
+// pass). Runs of consecutive touched rows are converted together.
+uint32_t GradReducer::convert_touched(const float* g, float* clear) {
+  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  uint32_t f = scales_.convert(acc_.data(), g, 0, ea, true, seen_, clear);
+  for (size_t i = 0; i < mb_rows_.size();) {
+    size_t j = i + 1;
+    while (j < mb_rows_.size() && mb_rows_[j] == mb_rows_[j - 1] + 1) ++j;
+    const size_t a = ea + mb_rows_[i] * row_len_, b = ea + (mb_rows_[j - 1] + 1) * row_len_;
+    f |= scales_.convert(acc_.data() + a, g + a, a, b, true, seen_, clear ? clear + a : nullptr);
+    i = j;
+  }
+  return f | scales_.convert(acc_.data() + eb, g + eb, eb, layout_.numel, true, seen_,
+                             clear ? clear + eb : nullptr);
 }
 
 // The union of every rank's touched rows: one byte per row, 8 to an int64 word, summed over
@@ -278,7 +301,13 @@ bool GradReducer::add_micro_batch(const float* g, float* clear, float* round_int
   if (local_) {  // sum locally; one reduce-scatter in finish()
     // One process: the last micro-batch's new sum is the step's result; round it here.
     float* out = layout_.world == 1 ? round_into : nullptr;
-    flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_, clear, out);
+    // A middle micro-batch (adding, not rounding) whose rows touch_rows named skips the
+    // embedding rows it did not touch.
+    if (!fresh_ && !out && sparse_rows_ && mb_rows_known_)
+      flags_ |= convert_touched(g, clear);
+    else
+      flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_, clear, out);
+    mb_rows_known_ = false;
     fresh_ = false;
     rounded_into_ = out;
     return clear != nullptr;

@@ -135,7 +135,9 @@ class GradReducer {
   // gradient only for the token ids of the micro-batch. The reductions of the whole vector
   // (exact local and sharded accumulators, fast) then carry only the rows some rank touched,
   // in row order; the others are exactly zero on every rank. touch_rows(ids) marks a
-  // micro-batch's ids: call it for every micro-batch, before its add_micro_batch.
+  // micro-batch's ids: call it for every micro-batch, before its add_micro_batch (the local
+  // accumulator then converts only those rows of the micro-batch's gradient when it adds, not
+  // stores or rounds: per instance that skips most of a large vocabulary's rows).
   void set_sparse_rows(size_t begin, size_t rows, size_t row_len);
   void touch_rows(const int32_t* ids, size_t n);
 
@@ -172,6 +174,8 @@ class GradReducer {
   // max-reduce); returns 0 (go on), 1 (non-finite) or 2 (overflow: redo_ set).
   int agree_scales();
   bool finish_streamed(float* shard);
+  // The local accumulator's conversion of a micro-batch without its untouched sparse rows.
+  uint32_t convert_touched(const float* g, float* clear);
 
   Communicator& comm_;
   ShardLayout layout_;
@@ -189,6 +193,8 @@ class GradReducer {
   bool redo_ = false;
   size_t sparse_begin_ = 0, sparse_rows_ = 0, row_len_ = 0;
   std::vector<uint8_t> touched_, union_;  // per sparse row: this rank's / any rank's
+  std::vector<uint32_t> mb_rows_;         // the rows of the last touch_rows (sorted, unique)
+  bool mb_rows_known_ = false;            // set by touch_rows, used by the next add_micro_batch
   bool local_ = true;   // exact: full-length local accumulator, one reduction per step
   bool fresh_ = true;   // local: no micro-batch added since begin_step (accumulator stale)
   std::unique_ptr<GradStream> stream_;  // overlap: the exchange in flight during the backward

@@ -158,7 +158,7 @@ std::vector<std::string> probe_hosts(const std::string& agent, const std::vector
 
 int choose_world(int slots, int64_t micro_batches, int64_t instances) {
   for (int w = int(std::min<int64_t>(slots, instances)); w >= 1; --w)
-    if (micro_batches % w == 0) return w;
+    if (micro_batches == 0 || micro_batches % w == 0) return w;
   return 0;
 }
 

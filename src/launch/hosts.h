@@ -50,8 +50,10 @@ std::string probe_host(const std::string& agent, const std::string& host, double
 std::vector<std::string> probe_hosts(const std::string& agent, const std::vector<Host>& hosts,
                                      double timeout_s);
 
-// The largest world size W <= slots that divides the micro-batches of a step and is at most the
-// instances of a global batch (every rank runs whole micro-batches); 0 when none (slots < 1).
+// The largest world size W <= slots that is at most the instances of a global batch and, when
+// micro_batches > 0 (dist.reduce=fast: every rank runs whole micro-batches, as many as the
+// others), divides them; micro_batches 0 (dist.reduce=exact) allows any such W. 0 when none
+// (slots < 1).
 int choose_world(int slots, int64_t micro_batches, int64_t instances);
 // The first `world` slots of hosts, in order (a host may be used partly).
 std::vector<Host> take_slots(const std::vector<Host>& hosts, int world);

@@ -62,6 +62,8 @@ class Launcher {
   std::vector<Host> sort_answers(const std::vector<Host>& all, const std::vector<Host>& probed,
                                  const std::vector<std::string>& whys, bool log);
   int world_for(const std::vector<Host>& avail, bool log, const std::string& when);
+  // How the world size is chosen ("the largest count that divides the 8 micro-batches...").
+  std::string world_rule() const;
   void wait_lock(double wait_s);
   std::vector<std::string> job_argv(const std::vector<Host>& hosts, int world) const;
   std::string lost_summary() const;
@@ -118,7 +120,8 @@ Launcher::Launcher(const LaunchOptions& o) : o_(o) {
   OLMO_CHECK(c.data.processes == 0, "config key 'data.processes' = ", c.data.processes,
              " pins the world size; olmo launch chooses it from the slots (set data.processes=0)");
   instances_ = train::batch_instances(c);
-  micro_batches_ = instances_ / (c.data.micro_batch_tokens / c.data.seq_len);
+  // exact: any world size up to the instances (0: no divisibility constraint).
+  micro_batches_ = c.dist.reduce == dist::ReduceMode::exact ? 0 : instances_ / train::forward_instances(c);
   save_interval_ = c.trainer.save_interval;
   // Steps after which periodic work (a save, an evaluation...) makes the next gap longer.
   const int64_t bench = c.benchmarks.suites.empty() ? 0
@@ -201,6 +204,13 @@ std::string Launcher::lost_summary() const {
   return s.empty() ? "" : " (unreachable: " + s + ")";
 }
 
+std::string Launcher::world_rule() const {
+  return micro_batches_ > 0
+             ? cat("the largest count that divides the ", micro_batches_,
+                   " micro-batches of a step")
+             : cat("the largest count up to the ", instances_, " instances of a step");
+}
+
 int Launcher::world_for(const std::vector<Host>& avail, bool log, const std::string& when) {
   const int slots = total_slots(avail);
   const int w = choose_world(slots, micro_batches_, instances_);
@@ -209,9 +219,8 @@ int Launcher::world_for(const std::vector<Host>& avail, bool log, const std::str
   if (log && w < o_.min_np)
     throw Error(cat(when, ": ", slots, " slot", slots == 1 ? "" : "s", " available",
                     lost_summary(), slots >= o_.min_np ? cat(", allowing ", w, " process",
-                    w == 1 ? "" : "es", " (the largest count that divides the ", micro_batches_,
-                    " micro-batches of a step)") : std::string(), ", below --min-np ", o_.min_np,
-                    "; stopping", newest));
+                    w == 1 ? "" : "es", " (", world_rule(), ")") : std::string(),
+                    ", below --min-np ", o_.min_np, "; stopping", newest));
   if (log && w < slots) {
     const std::string why =
         cat(slots, " slots available, but ", slots > instances_ ? cat("a step has only ", instances_, " instances")
@@ -262,9 +271,8 @@ int Launcher::dry_run() {
                 slurm_->job_id.c_str(), slurm_->nodelist.c_str(), host_list_string(slurm_->hosts).c_str(),
                 slurm_->cpus_per_task, slurm_->cpus_per_task == 1 ? "" : "s", slurm_->cpus_per_task);
   std::printf("slots: %s (%d; not probed)\n", host_list_string(all).c_str(), total_slots(all));
-  std::printf("world: %d process%s (the largest count <= the slots that divides the %lld "
-              "micro-batches of a step)%s\n", world, world == 1 ? "" : "es",
-              (long long)micro_batches_, world < o_.min_np ? cat("; below --min-np ", o_.min_np,
+  std::printf("world: %d process%s (%s <= the slots)%s\n", world, world == 1 ? "" : "es",
+              world_rule().c_str(), world < o_.min_np ? cat("; below --min-np ", o_.min_np,
               ": olmo launch would stop").c_str() : "");
   const int64_t ck = newest_checkpoint(run_dir_);
   std::printf("run dir: %s (%s)\n", run_dir_.c_str(),

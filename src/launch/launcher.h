@@ -6,9 +6,10 @@
 //   * when slots come back (a lost host answers again, or the hostfile grows or shrinks) the job
 //     is asked to stop at its next checkpoint (src/train/resize_stop.h) and is relaunched on the
 //     new world size from that checkpoint;
-//   * the world size is always the largest one the slots allow that divides the micro-batches
-//     of a step (a shrink to a size that does not divide them takes the next smaller one, and
-//     says so);
+//   * the world size is always the largest one the slots allow, at most the instances of a step
+//     (dist.reduce=exact: any such count, 63 of 64 included); under dist.reduce=fast it must
+//     also divide the micro-batches of a step (a shrink to a size that does not divide them
+//     takes the next smaller one, and says so);
 //   * every launch, failure and resize is one JSON line in RUN_DIR/launch.jsonl (and on stdout):
 //     {"event":"resize","step":N,"from":W0,"to":W1,"reason":...}, with restart latencies and
 //     lost steps;

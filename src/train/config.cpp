@@ -28,7 +28,8 @@ namespace olmo::train {
 // doc as std::string), or as v(key, member, doc, recipe) where it takes the field's Recipe class
 // (config.h): whether a change on resume changes the run's trajectory. Classes that rest on a
 // measurement: rounding (data.micro_batch_tokens, dist.reduce: 3 steps of tiny.yaml end in
-// other bits, all tensors) and none for model.activation_checkpointing.*,
+// other bits, all tensors; data.micro_batch_tokens only under dist.reduce=fast, the recipe
+// check lets it change between two exact runs: recipe_check.cpp) and none for model.activation_checkpointing.*,
 // dist.exact_accumulator, dist.bucket_mb, dist.overlap and dist.zero_stage (the same bits).
 // trainer.threads is none although it can change the last bits (AVX2: oneDNN's fp32 GEMM splits
 // the reduction by thread count; tests/distributed/world_size_test.py measures it): it is the
@@ -94,7 +95,9 @@ static void visit_fields(C& c, V&& visit) {
     "tokens per optimizer step over all processes (OLMo-core global_batch_size)",
     Recipe::trajectory);
   v("data.micro_batch_tokens", c.data.micro_batch_tokens,
-    "tokens per forward/backward per process (OLMo-core rank_microbatch_size)", Recipe::rounding);
+    "tokens per forward/backward per process (OLMo-core rank_microbatch_size); "
+    "dist.reduce=fast only: exact runs one instance at a time and leaves it free on resume",
+    Recipe::rounding);
   v("data.processes", c.data.processes,
     "data-parallel world size; 0 = the launched world (another value is an error)", Recipe::none);
   v("data.seed", c.data.seed, "data-loader shuffle seed (OLMo-core NumpyDataLoaderConfig.seed)",
@@ -779,9 +782,15 @@ std::vector<FieldValue> field_values(const Config& c) {
 int64_t batch_instances(const Config& c) {
   return c.data.seq_len > 0 ? c.data.global_batch_tokens / c.data.seq_len : 0;
 }
+int64_t forward_instances(const Config& c) {
+  if (c.dist.reduce == dist::ReduceMode::exact) return 1;
+  return c.data.seq_len > 0 ? c.data.micro_batch_tokens / c.data.seq_len : 0;
+}
 int64_t micro_batches(const Config& c) {
-  int64_t per_proc = c.data.global_batch_tokens / std::max<int64_t>(1, c.data.processes);  // 0 = 1
-  return c.data.micro_batch_tokens > 0 ? per_proc / c.data.micro_batch_tokens : 0;
+  const int64_t procs = std::max<int64_t>(1, c.data.processes);  // 0 = 1
+  const int64_t per = forward_instances(c);
+  if (per <= 0) return 0;
+  return (batch_instances(c) + procs * per - 1) / (procs * per);  // the largest rank's
 }
 int64_t schedule_steps(const Config& c) {
   if (c.trainer.max_steps > 0) return c.trainer.max_steps;
@@ -815,7 +824,14 @@ void validate(const Config& c, bool check_files) {
              at(c, "data.micro_batch_tokens"), " = ", d.micro_batch_tokens,
              " must be a positive multiple of data.seq_len = ", d.seq_len);
   const int64_t procs = std::max<int64_t>(1, d.processes);
-  OLMO_CHECK(d.global_batch_tokens % (d.micro_batch_tokens * procs) == 0,
+  // exact: any world size up to the instances of a step (ranks hold ceil or floor of G / W);
+  // fast: the processes split the micro-batches evenly.
+  OLMO_CHECK(c.dist.reduce != dist::ReduceMode::exact || procs <= batch_instances(c),
+             at(c, "data.processes"), " = ", procs, " exceeds the ", batch_instances(c),
+             " instances of a step (data.global_batch_tokens / data.seq_len): a process needs "
+             "at least one");
+  OLMO_CHECK(c.dist.reduce == dist::ReduceMode::exact ||
+             d.global_batch_tokens % (d.micro_batch_tokens * procs) == 0,
              at(c, "data.global_batch_tokens"), " = ", d.global_batch_tokens,
              " is not divisible by data.micro_batch_tokens x data.processes = ",
              d.micro_batch_tokens, " x ", procs,

@@ -317,7 +317,10 @@ const std::string& choice_name(dist::AccumulatorSetting v);
 
 // Derived quantities (OLMo-core semantics).
 int64_t batch_instances(const Config& c);      // global_batch_tokens / seq_len
-int64_t micro_batches(const Config& c);        // per process per step
+// Instances per forward/backward: 1 under dist.reduce=exact (the instance is the unit of
+// exactness), data.micro_batch_tokens / seq_len under fast.
+int64_t forward_instances(const Config& c);
+int64_t micro_batches(const Config& c);        // per process per step (the largest rank's)
 int64_t schedule_steps(const Config& c);       // t_max: max_steps or ceil(max_tokens/batch)
 // Steps this run executes: min(t_max, hard_stop_steps, epochs*batches_per_epoch) where the
 // epoch bound is used only when batches_per_epoch > 0.

@@ -97,6 +97,16 @@ bool schedule_allowed(const Config& c) {
   return true;
 }
 
+// data.micro_batch_tokens is of class rounding under dist.reduce=fast only: the exact
+// reduction runs one instance per forward/backward (the unit of its exactness), so the
+// micro-batch size never reaches its bits. Free when the checkpoint and this run are both exact.
+static bool free_under_exact(const std::string& key, const json& saved, const json& now) {
+  auto exact = [](const json& r) {
+    return r["fields"].value("dist.reduce", std::string()) == "exact";
+  };
+  return key == "data.micro_batch_tokens" && exact(saved) && exact(now);
+}
+
 std::vector<RecipeChange> recipe_changes(const json& saved, const json& now, const Config& c) {
   OLMO_CHECK(saved.value("version", 0) == 1 && saved.contains("fields"),
              "malformed recipe section (version ", saved.value("version", 0), ")");
@@ -104,6 +114,7 @@ std::vector<RecipeChange> recipe_changes(const json& saved, const json& now, con
   std::vector<RecipeChange> out;
   for (const FieldValue& f : field_values(c)) {
     if (!now["fields"].contains(f.key) || !saved["fields"].contains(f.key)) continue;
+    if (free_under_exact(f.key, saved, now)) continue;
     const json& from = saved["fields"][f.key];
     const json& to = now["fields"][f.key];
     if (from != to)

@@ -44,7 +44,7 @@ RunPlan plan(const Config& c) {
   p.flops_per_token = model::flops_per_token(mc, c.data.seq_len);
   p.olmo_core_flops_per_token = model::olmo_core_flops_per_token(mc, c.data.seq_len);
 
-  p.micro_instances = c.data.micro_batch_tokens / c.data.seq_len;
+  p.micro_instances = forward_instances(c);
   p.micro_batches = micro_batches(c);
   p.processes = std::max<int64_t>(1, c.data.processes);
   p.exact = c.dist.reduce == dist::ReduceMode::exact;

@@ -70,25 +70,38 @@ void TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   // data-parallel object (which may put it on the wire at once).
   int pass = 0;
   int64_t micro = 0;
-  model_.set_grad_done_hook([&](int64_t, size_t a, size_t b) {
-    if (hooks.unit_grad_done && pass == 0) hooks.unit_grad_done(micro, a, b);
-    dp_->unit_grad_done(a, b);
-  });
   struct ClearHook {
     model::Olmo3& m;
     ~ClearHook() { m.set_grad_done_hook(nullptr); }
   } clear_hook{model_};
+  // exact: one instance per forward/backward (the unit of exactness, DataParallel::
+  // per_instance); fast: micro-batches of micro_instances. Rounds past this rank's own
+  // micro-batches are padding (equal_rounds): instance 0 again with gradient scale 0, its
+  // loss sums dropped, no hooks.
+  const int64_t mi = dp_->per_instance() ? 1 : o_.micro_instances;
+  const int64_t own = (B + mi - 1) / mi;
+  const int64_t rounds =
+      dp_->equal_rounds() ? std::max(own, (counts.max_rank_instances + mi - 1) / mi) : own;
+  bool padding = false;
+  model_.set_grad_done_hook([&](int64_t, size_t a, size_t b) {
+    if (hooks.unit_grad_done && pass == 0 && !padding) hooks.unit_grad_done(micro, a, b);
+    dp_->unit_grad_done(a, b);
+  });
   for (;; ++pass) {
     dp_->begin_pass(counts);
-    const int64_t mi = o_.micro_instances;
-    for (int64_t i = 0; i < B; i += mi) {
-      micro = i / mi;
-      const int64_t n = std::min(mi, B - i);
-      dp_->before_micro_batch(i / mi, i + mi >= B);
+    for (micro = 0; micro < rounds; ++micro) {
+      padding = micro >= own;
+      const int64_t i = padding ? 0 : micro * mi;
+      const int64_t n = padding ? 1 : std::min(mi, B - i);
+      dp_->before_micro_batch(micro, micro + 1 == rounds);
       kernels::LossSums s = model_.forward_backward(tokens + i * T, targets + i * T,
                                                     doc_ids ? doc_ids + i * T : nullptr, n, T,
-                                                    grad_scale, z_coef_);
-      if (hooks.post_backward && pass == 0) hooks.post_backward(i / mi, s);
+                                                    padding ? 0.0f : grad_scale, z_coef_);
+      if (padding) {
+        dp_->after_micro_batch(tokens, 0, kernels::LossSums{});
+        continue;
+      }
+      if (hooks.post_backward && pass == 0) hooks.post_backward(micro, s);
       dp_->after_micro_batch(tokens + i * T, n * T, s);
     }
     red = dp_->reduce(counts);

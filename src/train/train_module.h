@@ -2,9 +2,12 @@
 // B instances x T tokens and its targets, one optimizer step of the data-parallel model.
 //   count:      the global batch's target tokens (dist::DataParallel: global normalisation,
 //               grad_scale = 1 / total, or per rank as OLMo-core's train_batch);
-//   passes:     per micro-batch of micro_instances: grads = grad_scale * d(ce_sum + z * z_sum),
-//               handed to the DataParallel object, which accumulates and reduces (exact or
-//               fast, ZeRO-1/2/3: data_parallel.h); a redo it asks for runs the passes again;
+//   passes:     per micro-batch (exact: one instance, the unit of exactness, whatever
+//               micro_instances is; fast: micro_instances): grads = grad_scale * d(ce_sum +
+//               z * z_sum), handed to the DataParallel object, which accumulates and reduces
+//               (exact or fast, ZeRO-1/2/3: data_parallel.h); where every rank must run as
+//               many rounds (DataParallel::equal_rounds) a rank with fewer instances pads with
+//               gradient-scale-0 rounds; a redo it asks for runs the passes again;
 //   clip/skip:  global pre-clip L2 norm, clipping to max_grad_norm, the non-finite guard (a
 //               NaN/Inf loss, z-loss or gradient on any rank skips the step) and the skip-step
 //               rule (finite steps only), identical on every rank;
@@ -12,8 +15,9 @@
 //               only), lr = schedule(lr0, step, t_max).
 // It knows nothing of checkpoints, callbacks, metrics or run dirs: the harness passes two
 // plain functions (after each micro-batch's backward, before the optimizer) for its hooks.
-// Cost: B/micro_instances forward/backward passes, one reduction of P floats (exact: plus a
-// fixed-point conversion per micro-batch), an optimizer pass over P/W floats, one all-gather.
+// Cost: B/micro_instances (exact: B) forward/backward passes, one reduction of P floats (exact:
+// plus a fixed-point conversion per instance), an optimizer pass over P/W floats, one
+// all-gather.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +42,7 @@ namespace olmo::train {
 optim::ScheduleConfig schedule_config(const Config& c);
 
 struct TrainModuleOptions {
-  int64_t micro_instances = 1;   // instances per micro-batch
+  int64_t micro_instances = 1;   // instances per micro-batch (dist.reduce=fast; exact: 1)
   int64_t t_max = 0;             // of the LR schedule
   // Reduction, accumulator, ZeRO stage and loss normalisation (trainer.loss_normalization
   // resolved, see trainer_builder.h): the DataParallel object's settings.

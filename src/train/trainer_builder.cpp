@@ -156,25 +156,29 @@ TrainerParts build_trainer_parts(Config cfg) {
     kernels::set_attention_bf16_override(0);
     agreed_fp32("attention", world);
   }
-  const int64_t micro_instances = cfg.data.micro_batch_tokens / cfg.data.seq_len;
+  // exact: one instance per forward/backward, any world size up to the instances of a step
+  // (ranks hold ceil or floor of G / W); fast: micro-batches of micro_batch_tokens, W | M.
+  const dist::ReduceMode mode = cfg.dist.reduce;
+  const bool exact = mode == dist::ReduceMode::exact;
+  const int64_t micro_instances = forward_instances(cfg);
   const int64_t G = batch_instances(cfg);
-  const int64_t M = G / micro_instances;  // micro-batches per global batch
+  const int64_t M = G / micro_instances;  // micro-batches (exact: instances) per global batch
   OLMO_CHECK(world <= G, "mpirun -np ", world, ": more processes than instances in a global ",
              "batch (data.global_batch_tokens / data.seq_len = ", G, ")");
-  OLMO_CHECK(M % world == 0, "mpirun -np ", world, " does not divide the ", M,
+  OLMO_CHECK(exact || M % world == 0, "mpirun -np ", world, " does not divide the ", M,
              " micro-batches of a step (data.global_batch_tokens / data.micro_batch_tokens = ",
              cfg.data.global_batch_tokens, " / ", cfg.data.micro_batch_tokens,
-             "): every process must run the same number of micro-batches");
-  const dist::ReduceMode mode = cfg.dist.reduce;
-  OLMO_CHECK(mode != dist::ReduceMode::exact || M <= dist::kMaxMicroBatches,
+             "): under dist.reduce=fast every process must run the same number of "
+             "micro-batches (dist.reduce=exact runs on any number up to ", G, ")");
+  OLMO_CHECK(!exact || G <= dist::kMaxMicroBatches,
              "config key 'dist.reduce' = exact supports at most ", dist::kMaxMicroBatches,
-             " micro-batches per step, this config has ", M, " (use dist.reduce=fast)");
+             " instances per step, this config has ", G, " (use dist.reduce=fast)");
+  const int64_t per_rank = micro_batches(cfg);  // the largest rank's (cfg.data.processes set)
 
-  bool exact_local = dist::local_accumulator(cfg.dist.exact_accumulator, world, M / world);
+  bool exact_local = dist::local_accumulator(cfg.dist.exact_accumulator, world, per_rank);
   // Memory plan vs available memory, before the run dir or any large buffer is touched.
   if (cfg.trainer.check_memory)
-    exact_local = check_memory(cfg, comm, mc, micro_instances, mode == dist::ReduceMode::exact,
-                               M / world, exact_local);
+    exact_local = check_memory(cfg, comm, mc, micro_instances, exact, per_rank, exact_local);
   p.faults = TestFaults::from_env(cfg, rank);
 
   // Rank 0 holds the run-dir lock for the whole job.
@@ -198,8 +202,8 @@ TrainerParts build_trainer_parts(Config cfg) {
              " tokens, fewer than one global batch (", G, ")");
   p.loader = std::make_unique<data::DataLoader>(*p.dataset, G, uint64_t(cfg.data.seed), rank,
                                                 world);
-  // Whole micro-batches per rank: micro-batch j of the global batch is the same instances for
-  // every world size.
+  // fast: whole micro-batches per rank (micro-batch j of the global batch is the same instances
+  // for every world size); exact: instance by instance (OLMo-core's slicing, uneven ranks).
   p.loader->set_rank_chunk(micro_instances);
   if (cfg.trainer.hard_stop_epochs > 0) p.loader->set_max_epochs(cfg.trainer.hard_stop_epochs);
 

@@ -3,14 +3,16 @@
 //      threads per process;
 //   2. the model config of this CPU (train/model_setup.h) and the precision vote: precision auto
 //      is probed in each process, bf16_mixed only where every rank chose it;
-//   3. batch geometry: G instances per global batch, M micro-batches of micro_instances, W | M,
-//      dist.reduce exact's micro-batch limit;
+//   3. batch geometry: G instances per global batch; exact: one instance per forward/backward,
+//      any W <= G (dist.reduce exact's limit on G); fast: M micro-batches of micro_instances,
+//      W | M;
 //   4. the memory plan against the available memory (trainer.check_memory; may switch
 //      dist.exact_accumulator auto to the sharded accumulator), before any large allocation;
 //   5. the test fault switches (train/test_faults.h; refused without allow_fault_injection);
 //   6. rank 0 locks the run dir;
-//   7. data: dataset, loader (whole micro-batches per rank), loss normalisation (auto: per_rank
-//      for packed_fsl, else global), schedule length and this run's steps;
+//   7. data: dataset, loader (exact: instances round-robin; fast: whole micro-batches per
+//      rank), loss normalisation (auto: per_rank for packed_fsl, else global), schedule length
+//      and this run's steps;
 //   8. the model and the train module (reducer, optimizer, skip-step, schedule).
 // The Trainer constructor (trainer_builder.cpp) takes these parts, registers the builder's
 // callbacks (test faults, trainer.profile's StepProfiler) and then obtains the starting state

@@ -105,6 +105,47 @@ TEST(DataLoader, GlobalBatchesIndependentOfWorldSize) {
   }
 }
 
+// Uneven slices (the exact reduction's any-W rule): every world size 1..gb and chunk size
+// deals each instance of every global batch to exactly one rank, in the documented positions
+// (chunk j of c columns to rank j % W), ranks holding ceil or floor of their chunks' share.
+TEST(DataLoader, UnevenSlicesCoverTheGlobalBatchOnce) {
+  Fixture fx({300}, "u");  // 37 instances
+  FslDataset ds(fx.paths, T);
+  const int64_t gb = 7;
+  DataLoader ref(ds, gb, 11);
+  const auto want = take(ref, 5);
+  for (int64_t c : {1, 2, 3}) {
+    for (int W = 1; W <= (gb + c - 1) / c; ++W) {
+      std::vector<std::vector<Rec>> per_rank;
+      int64_t total = 0;
+      for (int r = 0; r < W; ++r) {
+        DataLoader dl(ds, gb, 11, r, W);
+        dl.set_rank_chunk(c);
+        per_rank.push_back(take(dl, 5));
+        int64_t expect = 0;  // columns p with (p / c) % W == r, counted independently
+        for (int64_t p = 0; p < gb; ++p) expect += (p / c) % W == r;
+        EXPECT_EQ(dl.rank_batch_instances(), expect) << "W=" << W << " c=" << c << " r=" << r;
+        EXPECT_EQ(int64_t(per_rank.back()[0].idx.size()), expect);
+        total += expect;
+        if (c == 1) {
+          EXPECT_TRUE(expect == gb / W || expect == (gb + W - 1) / W);
+        }
+      }
+      EXPECT_EQ(total, gb);
+      for (int s = 0; s < 5; ++s) {
+        std::vector<int64_t> merged(gb, -1);
+        for (int r = 0; r < W; ++r) {
+          std::vector<int64_t> cols;
+          for (int64_t p = 0; p < gb; ++p)
+            if ((p / c) % W == r) cols.push_back(p);
+          for (size_t k = 0; k < cols.size(); ++k) merged[cols[k]] = per_rank[r][s].idx[k];
+        }
+        EXPECT_EQ(merged, want[s].idx) << "W=" << W << " c=" << c << " step " << s;
+      }
+    }
+  }
+}
+
 TEST(DataLoader, GlobalHashIsRawBytesOfTheGlobalBatch) {
   Fixture fx({200}, "h");
   FslDataset ds(fx.paths, T);
@@ -234,7 +275,11 @@ TEST(DataLoader, EpochLimitAndBadConfig) {
   DataLoader dl(ds, 5, 1);
   dl.set_max_epochs(2);
   EXPECT_EQ(take(dl, 100).size(), 4u);  // 2 batches per epoch x 2 epochs
-  EXPECT_THROW(DataLoader(ds, 6, 1, 0, 4), olmo::Error);  // 6 % 4 != 0
+  EXPECT_THROW(DataLoader(ds, 3, 1, 0, 4), olmo::Error);  // a rank without an instance
+  DataLoader c4(ds, 6, 1, 0, 2);
+  c4.set_rank_chunk(4);                                    // chunks of 4 and 2: one per rank
+  EXPECT_EQ(c4.rank_batch_instances(), 4);
+  EXPECT_THROW(c4.set_rank_chunk(6), olmo::Error);         // one chunk for two ranks
   EXPECT_THROW(DataLoader(ds, 4, 1, 4, 4), olmo::Error);  // rank out of range
   EXPECT_THROW(DataLoader(ds, 13, 1), olmo::Error);       // batch > dataset
   EXPECT_THROW(DataLoader(ds, 0, 1), olmo::Error);

@@ -2,8 +2,10 @@
 1. a host list naming an unreachable host (the remote shell fails for it): a clear message
    naming the host and why, and the run starts and finishes on the rest; with --min-np above
    what the rest allows it stops with an error naming the host instead;
-2. a shrink to a slot count that does not divide the micro-batches (8 per step; 4 slots, a kill
-   of rank 3 held inside step 4 by OLMO_TEST_HOLD, 3 left): the launcher says so and relaunches on 2, the largest count that does;
+2. dist.reduce=fast: a shrink to a slot count that does not divide the micro-batches (8 per
+   step; 4 slots, a kill of rank 3 held inside step 4 by OLMO_TEST_HOLD, 3 left): the launcher
+   says so and relaunches on 2, the largest count that does; under exact (`--dry-run`) 3 slots
+   run 3 processes;
 3. a shrink below --min-np (a kill of rank 0 held inside step 4, 1 slot left, --min-np 2): stops with an error naming the
    slots and the newest complete checkpoint;
 4. a job that keeps failing (every job dies in step 3, OLMO_TEST_KILL): stops after
@@ -90,7 +92,8 @@ def main():
         hostfile = os.path.join(tmp, "hostfile")
         with open(hostfile, "w") as f:
             f.write("localhost slots=4\n")
-        ov8 = lu.overrides(data, run, 10, extra=["data.global_batch_tokens=512"])
+        ov8 = lu.overrides(data, run, 10, extra=["data.global_batch_tokens=512",
+                                                 "dist.reduce=fast"])
         hold = os.path.join(tmp, "nondiv.hold")
         proc, log = lu.start(["--hostfile", hostfile, *base, td.tiny_config(), *ov8],
                              os.path.join(tmp, "nondiv.log"), env={"OLMO_TEST_HOLD": f"step:3:4:{hold}"})
@@ -110,6 +113,12 @@ def main():
         check("3 slots available, but 3 does not divide the 8 micro-batches" in msg and
               "running on 2 processes" in msg, f"non-dividing shrink: message {msg}")
         print("shrink 4 -> 3 slots with 8 micro-batches:", msg.strip(), flush=True)
+        # dist.reduce=exact: any count up to the 8 instances of a step (3 of 4 slots included)
+        ov8x = lu.overrides(data, os.path.join(tmp, "exact3"), 10,
+                            extra=["data.global_batch_tokens=512"])
+        p = launch(["--hosts", "localhost:3", "--dry-run", td.tiny_config(), *ov8x])
+        check(p.returncode == 0 and "world: 3 processes (the largest count up to the 8 instances"
+              in p.stdout, f"exact on 3 slots: {p.stdout[-600:]}{p.stderr[-300:]}")
 
         # 3. below the minimum after a shrink
         run = os.path.join(tmp, "below")

@@ -13,7 +13,8 @@
    scalar after avx2), each at every ISA level the CPU has (the lower ones forced through
    OLMO_ISA and ONEDNN_MAX_CPU_ISA, so AVX2 and scalar run on every x86 CPU); a level the CPU
    lacks is announced as "NOT RUN here: ... (this CPU lacks AVX-512)" (tests/check_skips.py).
-5. Bad input: -np that does not divide the micro-batches, a world larger than the batch,
+5. Bad input: -np that does not divide the micro-batches (dist.reduce=fast; exact takes any
+   -np up to the instances: partition_test.py), a world larger than the batch,
    data.processes contradicting -np, and a checkpoint of another model: clear errors.
 """
 import os
@@ -178,7 +179,8 @@ def main():
         check(l_isa < b_l, f"ISA change {hi} -> {lo}: losses {l_isa:.3e} > {b_l:.0e} (rel)")
 
     # 5. bad input
-    bad = du.train(5, du.base_overrides(data, os.path.join(tmp, "bad5")), check=False)
+    bad = du.train(5, du.base_overrides(data, os.path.join(tmp, "bad5"),
+                                        extra=["dist.reduce=fast"]), check=False)
     check(bad.returncode != 0 and "does not divide the 12 micro-batches" in bad.stderr,
           f"np 5: expected a clear error, got rc {bad.returncode}: {bad.stderr[-400:]}")
     big = du.train(3, du.base_overrides(data, os.path.join(tmp, "big")) +

@@ -118,6 +118,48 @@ TEST(GradReducer, RangesGiveTheWholeVectorsBits) {
   EXPECT_THROW(parts.gather_range(shard.data(), 10, n + 1, got.data()), Error);
 }
 
+// Per-instance micro-batches of a row-sparse embedding: the local accumulator converts only the
+// rows touch_rows named (when adding, not storing or rounding), with the bits of the whole pass
+// (a reducer without sparse rows) and the same fused clear, step after step.
+TEST(GradReducer, TouchedRowsOnlyGiveTheWholePassBits) {
+  auto comm = dist::make_local_communicator();
+  const size_t rows = 97, row_len = 16, head = 300, n = head + rows * row_len + 211;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 1e-3f);
+  dist::GradReducer whole(*comm, n, dist::ReduceMode::exact, 256);
+  dist::GradReducer sparse(*comm, n, dist::ReduceMode::exact, 256);
+  sparse.set_sparse_rows(head, rows, row_len);
+  for (int step = 0; step < 3; ++step) {
+    // 6 micro-batches of 5 token ids each (repeats and neighbours: runs of rows)
+    std::vector<std::vector<int32_t>> ids(6);
+    std::vector<std::vector<float>> mb(6, std::vector<float>(n, 0.0f));
+    for (size_t k = 0; k < mb.size(); ++k) {
+      for (int t = 0; t < 5; ++t) ids[k].push_back(int32_t(rng() % rows));
+      ids[k].push_back(ids[k][0] + 1 < int32_t(rows) ? ids[k][0] + 1 : 0);
+      for (size_t i = 0; i < head; ++i) mb[k][i] = nd(rng);
+      for (int32_t id : ids[k])
+        for (size_t j = 0; j < row_len; ++j) mb[k][head + size_t(id) * row_len + j] = nd(rng);
+      for (size_t i = head + rows * row_len; i < n; ++i) mb[k][i] = nd(rng);
+    }
+    std::vector<float> a(n), b(n);
+    ASSERT_FALSE(exact_step(whole, mb, a.data()));
+    for (int pass = 0;; ++pass) {
+      ASSERT_LT(pass, 3);
+      sparse.begin_step(int64_t(mb.size()));
+      for (size_t k = 0; k < mb.size(); ++k) {
+        std::vector<float> g = mb[k];
+        sparse.touch_rows(ids[k].data(), ids[k].size());
+        const bool last = k + 1 == mb.size();
+        ASSERT_TRUE(sparse.add_micro_batch(g.data(), g.data(), last ? b.data() : nullptr));
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(g[i], 0.0f) << "not cleared: " << i;
+      }
+      ASSERT_FALSE(sparse.finish(nullptr, b.data()));
+      if (!sparse.redo()) break;
+    }
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * 4)) << "step " << step;
+  }
+}
+
 // The local accumulator is overwritten by a step's first micro-batch (no clear in begin_step):
 // a second step must not see the first's sums, also where its first micro-batch has all-zero
 // vectors (which the accumulating kernel skips), and a step without micro-batches sums to 0.

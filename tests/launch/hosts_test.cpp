@@ -58,6 +58,11 @@ TEST(Hosts, ChooseWorld) {
   EXPECT_EQ(choose_world(7, 7, 7), 7);
   EXPECT_EQ(choose_world(16, 24, 6), 6);   // at most the instances of a batch
   EXPECT_EQ(choose_world(0, 12, 12), 0);
+  // dist.reduce=exact (micro_batches 0): any count up to the instances.
+  EXPECT_EQ(choose_world(3, 0, 8), 3);
+  EXPECT_EQ(choose_world(63, 0, 512), 63);
+  EXPECT_EQ(choose_world(16, 0, 6), 6);
+  EXPECT_EQ(choose_world(0, 0, 8), 0);
   auto t = take_slots({{"a", 2}, {"b", 2}, {"c", 2}}, 3);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0], (Host{"a", 2}));

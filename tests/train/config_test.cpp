@@ -164,10 +164,14 @@ TEST(Config, Contradictions) {
   auto bad = [](std::vector<std::string> ov, std::vector<std::string> needles) {
     expect_error([&] { validate(load_config(src("configs/tiny.yaml"), ov), false); }, needles);
   };
-  // Global batch not divisible by micro-batch x processes.
-  bad({"data.global_batch_tokens=384", "data.micro_batch_tokens=256"},
+  // fast: global batch not divisible by micro-batch x processes.
+  bad({"dist.reduce=fast", "data.global_batch_tokens=384", "data.micro_batch_tokens=256"},
       {"data.global_batch_tokens", "not divisible", "data.micro_batch_tokens"});
-  bad({"data.processes=3"}, {"data.global_batch_tokens", "data.processes"});
+  bad({"dist.reduce=fast", "data.processes=3"}, {"data.global_batch_tokens", "data.processes"});
+  // exact: any process count up to the instances of a step (8 in tiny.yaml), any micro-batch.
+  bad({"data.processes=9"}, {"data.processes", "exceeds the 8 instances"});
+  for (const char* ok : {"data.processes=3", "data.processes=8", "data.micro_batch_tokens=384"})
+    validate(load_config(src("configs/tiny.yaml"), {ok}), false);
   bad({"data.global_batch_tokens=100"}, {"data.global_batch_tokens", "multiple of data.seq_len"});
   // A window that cannot slide inside the sequence.
   bad({"model.window_pattern=[64,16,16,-1]"}, {"model.window_pattern", "[0]", "data.seq_len"});

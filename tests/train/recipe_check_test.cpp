@@ -88,7 +88,8 @@ TEST(RecipeCheck, EveryFieldIsClassified) {
 TEST(RecipeCheck, EachRecordedFieldChangedAloneIsRefusedNamedAndAllowable) {
   const Config base = tiny();
   const json saved = recipe(base);
-  int checked = 0;
+  ASSERT_EQ(saved["fields"]["dist.reduce"], "exact");
+  int checked = 0, free_exact = 0;
   for (const FieldValue& f : field_values(base)) {
     if (f.key.rfind("trainer.allow_", 0) == 0) continue;  // the allow list itself
     Config c = base;
@@ -96,6 +97,11 @@ TEST(RecipeCheck, EachRecordedFieldChangedAloneIsRefusedNamedAndAllowable) {
     apply_override(c, f.key + "=" + to.dump());
     const json now = recipe(c);
     const std::vector<RecipeChange> ch = recipe_changes(saved, now, c);
+    if (f.key == "data.micro_batch_tokens") {  // tiny is exact: free (next test: fast refuses)
+      EXPECT_TRUE(ch.empty()) << f.key << " refused between two dist.reduce=exact runs";
+      ++free_exact;
+      continue;
+    }
     if (!recorded(f.recipe)) {
       EXPECT_TRUE(ch.empty()) << f.key << " (class " << recipe_class_name(f.recipe)
                               << ") shows up as a recipe change";
@@ -131,7 +137,31 @@ TEST(RecipeCheck, EachRecordedFieldChangedAloneIsRefusedNamedAndAllowable) {
     ASSERT_EQ(ok.size(), 1u);
     EXPECT_TRUE(ok[0].allowed) << f.key;
   }
-  EXPECT_EQ(size_t(checked), saved["fields"].size());  // every recorded field (59 here)
+  EXPECT_EQ(free_exact, 1);
+  EXPECT_EQ(size_t(checked + free_exact), saved["fields"].size());  // every recorded field
+}
+
+// data.micro_batch_tokens is rounding under dist.reduce=fast (refused on resume), free between
+// two exact runs (one instance per forward/backward), and listed when the mode changes too.
+TEST(RecipeCheck, MicroBatchFreeOnlyBetweenExactRuns) {
+  auto run = [](const std::string& reduce, int64_t micro) {
+    Config c = tiny();
+    apply_override(c, "dist.reduce=" + reduce);
+    apply_override(c, "data.micro_batch_tokens=" + std::to_string(micro));
+    return c;
+  };
+  const int64_t m = tiny().data.micro_batch_tokens, half = m / 2;
+  ASSERT_EQ(half % tiny().data.seq_len, 0);
+  EXPECT_TRUE(check_recipe(recipe(run("exact", m)), recipe(run("exact", half)),
+                           run("exact", half), "RUN/step2").empty());
+  EXPECT_THROW(check_recipe(recipe(run("fast", m)), recipe(run("fast", half)), run("fast", half),
+                            "RUN/step2"),
+               olmo::Error);
+  const std::vector<RecipeChange> both =
+      recipe_changes(recipe(run("exact", m)), recipe(run("fast", half)), run("fast", half));
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].key, "data.micro_batch_tokens");
+  EXPECT_EQ(both[1].key, "dist.reduce");
 }
 
 TEST(RecipeCheck, AllowListEntries) {
