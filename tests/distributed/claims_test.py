@@ -56,16 +56,16 @@ HAND = {
 }
 
 # configs/tiny.yaml: D 64, 4 layers (per layer 37,088 as above), vocab 512:
-# P = 2 x 512 x 64 + 4 x 37,088 + 64 = 213,952. 8 instances of 64 tokens per step, micro-batches
-# of 2 instances (128 tokens): 4 micro-batches, 2 per rank on N = 2.
+# P = 2 x 512 x 64 + 4 x 37,088 + 64 = 213,952. 8 instances of 64 tokens per step; exact runs
+# one instance per forward/backward (whatever data.micro_batch_tokens): 4 per rank on N = 2.
 # Activations per token: 4 layers x 808 + 129 = 3,361 floats = 13,444 B; scratch 2,944 B;
-# x 128 tokens = 2,097,664 B. N = 2, exact, sharded: shard 106,976; weights = grads = 4P =
+# x 64 tokens = 1,048,832 B. N = 2, exact, sharded: shard 106,976; weights = grads = 4P =
 # 855,808; moments 8 x 106,976 = 855,808; grad shard 427,904; accumulator 8 x 106,976 =
-# 855,808; total 3 x 855,808 + 427,904 + 855,808 + 2,097,664 = 5,948,800;
-# sent (2 x 4P (fp32 micro-batch gradients, dist.overlap) + 4P) x 1/2 = 6P = 1,283,712.
+# 855,808; total 3 x 855,808 + 427,904 + 855,808 + 1,048,832 = 4,899,968;
+# sent (4 x 4P (fp32 instance gradients, dist.overlap) + 4P) x 1/2 = 10P = 2,139,520.
 P_TINY = 213952
 DRY = dict(weights=855808, grads=855808, moments=855808, grad_shard=427904,
-           accumulator=855808, activations=2097664, total=5948800, sent_per_step=1283712)
+           accumulator=855808, activations=1048832, total=4899968, sent_per_step=2139520)
 
 
 def olmo(*args):

@@ -5,12 +5,13 @@ restores independence)", end to end (`olmo train` / `mpirun -np 2 olmo train`).
 Setup: configs/tiny.yaml on a token file of 63 documents of distinct lengths 2..64 (random
 tokens, EOS-terminated; distinct lengths so that OLMo-core's packing has no ties, whose order
 numpy's unstable sort decides) as packed instances (data.dataset=packed_fsl,
-generate_doc_lengths: document masking), 8 instances of 64 tokens per step in 4 micro-batches, started from one `olmo export --config ... --seed 5` (trainer.init_from_hf).
+generate_doc_lengths: document masking), 8 instances of 64 tokens per step, started from one `olmo export --config ... --seed 5` (trainer.init_from_hf).
 Independent reference for step 1: OLMo-core's own NumpyPackedFSLDataset (instances, label
 masks, document lengths) at the batch of OLMo-core's global order (numpy PCG64,
 olmo_core_order.numpy_batches), run through transformers' Olmo3ForCausalLM (eager, fp32) with
 explicit per-document causal / sliding masks; labels = next token where OLMo-core's label mask
-keeps it. Rank r of 2 holds micro-batches r and r + 2 (README: whole micro-batches per rank).
+keeps it. Rank r of 2 holds instances r, r + 2, r + 4, ... (dist.reduce=exact deals instances
+round-robin: docs/distributed.md).
   global:   loss = sum CE / all labels of the batch; gradient of (CE + 1e-5 z) / all labels
   per_rank: loss = mean over ranks of (rank CE / rank labels); gradient the mean of the ranks'
 Checks: (a) ours with loss_normalization=global on 2 processes = the global reference (loss and
@@ -40,7 +41,7 @@ from olmo_test.refs import load_hf
 
 logging.disable(logging.WARNING)
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
-T, G, MICRO, SEED, VOCAB, EOS, PAD, WINDOW, Z = 64, 8, 2, 7, 512, 0, 1, 16, 1e-5
+T, G, SEED, VOCAB, EOS, PAD, WINDOW, Z = 64, 8, 7, 512, 0, 1, 16, 1e-5
 TOL, STEPS = 1e-6, 3
 
 
@@ -99,8 +100,8 @@ def reference(model, ids, mask, doc, per_rank, world=2):
     """(loss, pre-clip grad norm) of one step over the global batch (rows in batch order)."""
     model.zero_grad(set_to_none=True)
     parts = []
-    for r in range(world):  # rank r: micro-batches r, r + world, ...
-        rows = [k for k in range(G) if (k // MICRO) % world == r]
+    for r in range(world):  # rank r: instances r, r + world, ...
+        rows = [k for k in range(G) if k % world == r]
         parts.append(sums(model, ids[rows], mask[rows], doc[rows]))
     if per_rank:
         obj = sum((ce + Z * z) / n for ce, z, n in parts) / world
@@ -154,7 +155,7 @@ def main():
             rl, rn, _ = ref[which]
             el = abs(ours[1]["loss"] - rl) / rl
             en = abs(ours[1]["grad_norm"] - rn) / rn
-            rank0 = [batch[k] for k in range(G) if (k // MICRO) % world == 0]
+            rank0 = [batch[k] for k in range(G) if k % world == 0]
             check(ours[1]["instances"] == rank0, f"{what}: rank 0's step-1 instances == OLMo-core's "
                   f"order ({ours[1]['instances']} vs {rank0})")
             check(el <= TOL and en <= TOL, f"{what} vs the {which} reference: loss rel {el:.1e}, "
