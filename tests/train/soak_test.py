@@ -33,8 +33,10 @@ Usage: soak_test.py [--steps N] [--leak fd|mem] [--keep DIR] [--set KEY=VALUE ..
 --leak runs the binary under an LD_PRELOAD shim compiled here (cc): `fd` opens /dev/null and
 never closes it on every rename() (the atomic publish of each checkpoint), `mem` mallocs,
 touches and keeps 256 B per fflush() (metrics.jsonl's records and the console lines: ~7 per
-step). The test must then fail (seen red: bench/results/soak.md; `--set trainer.keep_last=6`
-fails the retention checks).
+step). Such a run is a negative control: it passes only when the check its leak must trip
+fails ("fds flat" for fd, "RSS flat" for mem; the other checks are reported, not required);
+ctest runs both at 10,000 steps (train_soak_leak_fd / _mem, label slow). Figures:
+bench/results/soak.md; `--set trainer.keep_last=6` fails the retention checks.
 Cost: 97 s on a quiet 2-core machine, 234-281 s at load 6-8 (ctest label `slow`: `make test-slow`).
 """
 import argparse
@@ -286,6 +288,15 @@ def main():
             bound = 1.25 * r_base + 4  # +4 B/step: records every 500 steps land unevenly
             check(r_last <= bound and r_run <= bound + 64 * 1024 / steps,
                   f"{name} grows linearly: {r_last:.0f} / {r_run:.0f} B/step <= 1.25 x {r_base:.0f}")
+        if a.leak:  # the negative control: the leak's own check must have failed
+            want = {"fd": "fds flat", "mem": "RSS flat"}[a.leak]
+            caught = [f for f in ot.FAILS if f.startswith(want)]
+            others = [f for f in ot.FAILS if not f.startswith(want)]
+            ot.FAILS.clear()
+            print(f"negative control --leak {a.leak}: {len(caught)} '{want}' check(s) failed as "
+                  f"they must; other checks failed: {others or 'none'}")
+            check(caught, f"the injected {a.leak} leak is caught by the '{want}' check")
+            finish(f"train_soak --leak {a.leak} (negative control)")
         finish("train_soak")
     finally:
         if not a.keep:
