@@ -83,8 +83,8 @@ def case(du, lu, tmp, data, ref, name, cmd, target, rank=0):
         s = stops[0]["step"]
         check(s == at and stops[0]["checkpoint"].endswith(f"/step{s}")
                  and os.path.isdir(os.path.join(run, f"step{s}")),
-                 f"{name}: stop {stops[0]}, signal inside step {at}: not a stop at step {at} "
-                 "with its checkpoint")
+                 f"{name}: the signal came inside step {at}: stopped after step {at} with its "
+                 f"checkpoint", f"stop record {stops[0]}")
         print(f"{name}: {what} inside step {at} (rank {rank} held there): exit 4, stopped after "
               f"step {s} with checkpoint step{s} "
               f"({'the interval one' if s % SAVE == 0 else 'written for the stop'})", flush=True)

@@ -18,6 +18,7 @@ set_tests_properties(launch_slurm_static launch_slurm_elastic launch_slurm_preem
                      PROPERTIES RESOURCE_LOCK "mpi;ports" LABELS "launch;slurm")
 # Preemption without a scheduler (issue 37 item 3): SIGTERM to `olmo train`, to `olmo launch
 # --np 2` and to one of its ranks: exit 4 with a checkpoint of the stop step, the same command
-# resumes bitwise equal. mpirun: RESOURCE_LOCK mpi. Measured 11-16 s.
+# resumes bitwise equal. mpirun: RESOURCE_LOCK mpi. Measured 11-16 s; 22-47 s at load 14-17
+# (one run past the former 90 s limit there, issue 45).
 olmo_mpi_py_test(launch_preempt ${CMAKE_CURRENT_LIST_DIR}/preempt_test.py)
-set_tests_properties(launch_preempt PROPERTIES TIMEOUT 90 LABELS "launch;dist")
+set_tests_properties(launch_preempt PROPERTIES TIMEOUT 180 LABELS "launch;dist")
