@@ -16,7 +16,8 @@ const char* exit_code_table() {
   return "  0  ok\n"
          "  1  error: bad input or a runtime failure (the message names the file or key)\n"
          "  2  usage error: unknown command or flag, missing or malformed argument\n"
-         "  3  findings: olmo audit found problems, olmo compare is out of tolerance\n"
+         "  3  findings: olmo audit found problems, olmo compare is out of tolerance, olmo\n"
+         "     verify found a step that does not reproduce\n"
          "  4  preempted (train, launch): a checkpoint of the stop step was written; the same\n"
          "     command resumes from it\n";
 }

@@ -61,6 +61,7 @@ struct StepResult {
   double mfu = 0;              // percent: flops_per_token * tokens/s / measured fp32 peak
   double eta_s = 0;
   uint64_t batch_hash = 0;     // content hash of the global batch
+  uint64_t state_fingerprint = 0;  // the whole state after this step (Trainer::state_digest)
   std::vector<int64_t> instance_indices;  // filled when trainer.log_batch_indices
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hash.h"
 #include "train/audit_callback.h"
 #include "train/benchmark_callback.h"
 #include "train/olmo_benchmark_callback.h"
@@ -116,7 +117,8 @@ void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
               {"mfu", r.mfu},
               {"peak_gflops", t.peak_gflops()},
               {"eta_s", r.eta_s},
-              {"batch_hash", r.batch_hash}};
+              {"batch_hash", r.batch_hash},
+              {"state_fingerprint", hex64(r.state_fingerprint)}};
   if (!r.instance_indices.empty()) rec["instances"] = r.instance_indices;
   t.metrics().write(rec);
   char buf[256];

@@ -101,6 +101,11 @@ StepResult Trainer::train_step() {
   r.batch_tokens = loader_->global_batch_tokens();
   tokens_seen_ += loader_->global_batch_tokens();
   r.tokens_seen = tokens_seen_;
+  {  // the state fingerprint after this step (state_digest), inside the step's time
+    const double tf = now_seconds();
+    r.state_fingerprint = state_digest();
+    if (profile::enabled()) profile::add("fingerprint", now_seconds() - tf, 0);
+  }
   r.batch_hash = batch_.global_hash;
   if (cfg_.trainer.log_batch_indices) r.instance_indices = batch_.instance_indices;
   r.seconds = now_seconds() - t0;

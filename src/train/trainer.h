@@ -104,6 +104,14 @@ class Trainer {
   // finished (one small all-reduce while one is in flight; nothing otherwise).
   void poll_checkpoint();
   bool checkpoint_in_flight() const { return pending_ != nullptr; }
+  // Collective: one 64-bit fingerprint of the whole training state in memory -- fingerprint_json
+  // (ckpt/fingerprint.h) of every tensor's layout-independent fingerprint (weights, both AdamW
+  // moments) and every fingerprint group (trainer, schedule, optim, loader, skip-step) -- the
+  // same value at any world size; a checkpoint of this step records its parts. Computed after
+  // every step into StepResult::state_fingerprint (metrics.jsonl "state_fingerprint"; `olmo
+  // verify`, train/run_verify.h). Cost: one pass over 3 x P / W floats per rank and one small
+  // all-reduce (docs/reproducibility.md gives the measured share of a step).
+  uint64_t state_digest();
   // Timing of the last committed checkpoint: wall time from the save's start to the commit, the
   // fingerprint's share and CPU time (part of it runs beside the writes on a second thread), and
   // the time the training loop was blocked by it (stall_s = snapshot_s + commit_s: the staging

@@ -32,6 +32,7 @@
 
 #include "audit/ledger.h"
 #include "ckpt/checkpoint.h"
+#include "ckpt/fingerprint.h"
 #include "ckpt/state_io.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -132,6 +133,12 @@ json Trainer::state_fingerprint() {
   json tensors = json::object();
   for (const auto& [name, sum] : sum_over_ranks(*comm_, f.tensor_partials)) tensors[name] = hex64(sum);
   return json{{"version", 1}, {"tensors", tensors}, {"state", f.state}};
+}
+
+uint64_t Trainer::state_digest() {
+  json f = state_fingerprint();
+  f.erase("version");
+  return ckpt::fingerprint_json(f);
 }
 
 // The checkpoint's "trainer" section: position, and the schedule that gives every later LR.

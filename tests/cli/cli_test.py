@@ -176,6 +176,12 @@ COMMANDS = {
         typo=(["train", TINY, "--dryrun"], "--dry-run"),
         missing=(["train", "--dry-run"], "CONFIG"),
         bad=[(["train", TINY, "trainer.run_dir={tmp}/run", "--dry-run=maybe"], "--dry-run")]),
+    "verify": dict(
+        help=["RUN", "--from", "--to", "--scratch", "--keep-scratch"],
+        typo=(["verify", "RUN", "--from", "step2", "--keep-scrach"], "--keep-scratch"),
+        missing=(["verify", "RUN"], "--from"),
+        bad=[(["verify", "{tmp}/run", "--from", "stepx"], "--from"),
+             (["verify", "{tmp}/run", "--from", "2", "--to", "-3"], "--to")]),
 }
 
 

@@ -10,68 +10,26 @@ A 2-process run of the tiny model (dist.reduce=exact) writes a sharded checkpoin
   4. bad input: a shard file missing, a shard file shorter than index.json says, a piece
      missing from index.json (checksums rewritten): each a clear error naming the file or the
      tensor; a checkpoint without a fingerprint section: `olmo ckpt verify` says so.
-XXH3-64 for the rewritten checksums comes from Debian's libxxhash (ctypes), the same library our
-writer uses, independent of our code. Env: OLMO_BIN, OLMO_MPIRUN. Exit 0 = pass.
+The rewritten checksums: olmo_test.ckpt_edit (XXH3-64 from Debian's libxxhash, independent of
+our code). Env: OLMO_BIN, OLMO_MPIRUN. Exit 0 = pass.
 """
-import ctypes
-import ctypes.util
 import json
 import os
 import shutil
-import struct
 import subprocess
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 import dist_util as du  # noqa: E402
 import olmo_test as ot
 from olmo_test import check, finish
 from olmo_test import tiny_data as td
+from olmo_test.ckpt_edit import reseal, tamper_state, tamper_tensor, xxh
 
 BIN = ot.bin_path()
-_xxh = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
-_xxh.XXH3_64bits.restype = ctypes.c_uint64
-_xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-
-
-def xxh(b):
-    return f"{_xxh.XXH3_64bits(b, len(b)):016x}"
 
 
 def verify(path):
     return subprocess.run([BIN, "ckpt", "verify", path], capture_output=True, text=True)
-
-
-def reseal(d, index):
-    """Writes index.json and a COMMITTED marker that match it."""
-    text = json.dumps(index, indent=1)
-    open(os.path.join(d, "index.json"), "w").write(text)
-    open(os.path.join(d, "COMMITTED"), "w").write(json.dumps(
-        {"step": index["step"], "index_checksum": xxh(text.encode())}))
-
-
-def tamper_tensor(d, name):
-    index = json.load(open(os.path.join(d, "index.json")))
-    t = [t for t in index["tensors"] if t["name"] == name][0]
-    path = os.path.join(d, t["file"])
-    with open(path, "r+b") as f:
-        f.seek(t["byte_offset"])
-        (x,) = struct.unpack("<f", f.read(4))
-        f.seek(t["byte_offset"])
-        f.write(struct.pack("<f", x * 1.5 + 1e-3))
-        f.seek(t["byte_offset"])
-        t["checksum"] = xxh(f.read(t["nbytes"]))
-    reseal(d, index)
-
-
-def tamper_state(d, section, mutate):
-    index = json.load(open(os.path.join(d, "index.json")))
-    st = json.load(open(os.path.join(d, "state.json")))
-    mutate(st[section])
-    text = json.dumps(st).encode()
-    open(os.path.join(d, "state.json"), "wb").write(text)
-    index["files"]["state.json"] = {"nbytes": len(text), "checksum": xxh(text)}
-    reseal(d, index)
 
 
 def main():

@@ -19,7 +19,8 @@ dist_util and launch_util, used beyond their area).
 - metrics.jsonl: read_metrics(run_dir, kind), train_records, eval_records, once_problems
 - temp dirs: tmp_dir(name) (a context manager; kept when OLMO_KEEP_TMP=1), mkdtemp(name)
 Submodules: olmo_test.cpu_features (ISA levels / bf16 modes of this CPU), olmo_test.refs (the
-reference runners: OLMo-core's trainer, OLMo-core's data order, the HF model).
+reference runners: OLMo-core's trainer, OLMo-core's data order, the HF model), olmo_test.ckpt_edit
+(planting changes in a checkpoint: a flipped bit, a rewritten section, checksums resealed).
 """
 import contextlib
 import json
