@@ -2,6 +2,7 @@
 #include "train/async_checkpoint.h"
 
 #include <cstring>
+#include <utility>
 #include <exception>
 
 #include "ckpt/checkpoint.h"
@@ -9,6 +10,15 @@
 #include "core/timer.h"
 
 namespace olmo::train {
+
+namespace {
+std::function<void(int64_t)>& write_hook() {
+  static std::function<void(int64_t)> hook;
+  return hook;
+}
+}  // namespace
+
+void set_async_write_hook(std::function<void(int64_t step)> hook) { write_hook() = std::move(hook); }
 
 CheckpointStager::~CheckpointStager() {
   if (reserve_.joinable()) reserve_.join();
@@ -34,7 +44,7 @@ void CheckpointStager::reserve_async(size_t floats) {
 }
 
 double CheckpointStager::start(ckpt::CheckpointWriter& w, const std::vector<CkptPiece>& pieces,
-                               bool rank0) {
+                               bool rank0, int64_t step) {
   OLMO_CHECK(!running(), "checkpoint: a write is still in flight (join it first)");
   const double t0 = now_seconds();
   if (reserve_.joinable()) reserve_.join();
@@ -58,9 +68,10 @@ double CheckpointStager::start(ckpt::CheckpointWriter& w, const std::vector<Ckpt
   const double copy_s = now_seconds() - t0;
   done_.store(false, std::memory_order_relaxed);
   error_.clear();
-  thread_ = std::thread([this, &w, rank0] {
+  thread_ = std::thread([this, &w, rank0, step] {
     const double t1 = now_seconds();
     try {
+      if (write_hook()) write_hook()(step);
       ckpt::write_pieces(w, staged_, rank0);
     } catch (const std::exception& e) {
       error_ = e.what();

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,9 +39,10 @@ class CheckpointStager {
   CheckpointStager& operator=(const CheckpointStager&) = delete;
 
   // Copies the pieces into the buffer (grown when needed, else reused) and starts the thread
-  // that writes them into w (write_pieces). w must outlive join(). Not while running().
-  // Returns the seconds spent copying.
-  double start(ckpt::CheckpointWriter& w, const std::vector<CkptPiece>& pieces, bool rank0);
+  // that writes them into w (write_pieces) for the save of `step`. w must outlive join(). Not
+  // while running(). Returns the seconds spent copying.
+  double start(ckpt::CheckpointWriter& w, const std::vector<CkptPiece>& pieces, bool rank0,
+               int64_t step);
   // Allocates the buffer for `floats` and touches every page on a background thread (the first
   // touch of a multi-GB buffer costs seconds of page faults: measured 23 s for 3.2 GB on a busy
   // 2-core VM, against 0.6 s for a copy into touched pages); start() waits for it.
@@ -65,6 +67,11 @@ class CheckpointStager {
   std::string error_;
   double write_s_ = 0;
 };
+
+// Test hook (train/test_faults.h, OLMO_TEST_HOLD=write:RANK:STEP:FILE): called on the writer
+// thread of the save of `step` before it writes anything, and may block it there. Process-wide;
+// set before the first save; empty (the default) = nothing.
+void set_async_write_hook(std::function<void(int64_t step)> hook);
 
 // A checkpoint written (or being written) but not committed yet (Trainer::finish_checkpoint).
 struct PendingCheckpoint {

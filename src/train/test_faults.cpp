@@ -20,6 +20,7 @@
 #include "distributed/zero.h"
 #include "kernels/loss.h"
 #include "model/olmo3.h"
+#include "train/async_checkpoint.h"
 #include "train/param_rms.h"
 #include "train/preempt_stop.h"
 #include "train/trainer.h"
@@ -67,13 +68,19 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
       h.where = w;
       OLMO_CHECK(ok && r >= 0 && s >= 0 &&
                      (h.where == "start" || h.where == "step" || h.where == "ckpt" ||
-                  h.where == "eval"),
+                  h.where == "eval" || h.where == "write"),
                  "OLMO_TEST_HOLD = '", hold, "': expected WHERE:RANK:STEP[+]:FILE[,...] with "
-                 "WHERE start, step, ckpt or eval (bad: '", one, "')");
+                 "WHERE start, step, ckpt, eval or write (bad: '", one, "')");
       h.rank = r;
       h.step = s;
       h.file = one.substr(size_t(n) + 1);
-      f->holds_.push_back(h);
+      if (h.where == "write") {
+        // The asynchronous writer's thread: its own copy of the point (it runs beside the loop).
+        if (h.rank == rank)
+          set_async_write_hook([h, rank](int64_t step) mutable { hold_at(h, "write", rank, step); });
+      } else {
+        f->holds_.push_back(h);
+      }
     }
   }
   if (!nan) return f;
@@ -133,38 +140,40 @@ void TestFaults::at_point(Trainer& t, const char* where) {
     std::fflush(stderr);
     std::raise(SIGKILL);
   }
-  for (Hold& h : holds_) {
-    if (h.done || h.where != where || h.rank != t.rank() || t.step() < h.step ||
-        (!h.or_later && t.step() != h.step))
-      continue;
-    const int fd = ::open(h.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) continue;  // passed once already (or FILE cannot be created: no hold)
-    const std::string line = cat(::getpid(), " ", where, " ", t.step(), "\n");
-    const bool wrote = ::write(fd, line.data(), line.size()) == ssize_t(line.size());
-    ::close(fd);
-    std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d holds at %s of step %lld (%s%s)\n", t.rank(),
-                 where, (long long)t.step(), h.file.c_str(), wrote ? "" : ", short write");
-    std::fflush(stderr);
-    h.done = true;
-    // Until a signal ends the process or the test removes or empties FILE (emptied, it still
-    // marks the point as passed for a relaunch).
-    // A preemption signal that arrives meanwhile is appended to FILE ("signal N"): a test waits
-    // for it before the release, so the stop step is the held one, whatever the delivery took.
-    for (int seen = preempt_signal();;) {
-      struct stat st;
-      if (::stat(h.file.c_str(), &st) != 0 || st.st_size == 0) break;
-      if (const int sig = preempt_signal(); sig != seen) {
-        const std::string note = cat("signal ", sig, "\n");
-        const int afd = ::open(h.file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-        if (afd >= 0 && ::write(afd, note.data(), note.size()) == ssize_t(note.size())) seen = sig;
-        if (afd >= 0) ::close(afd);
-      }
-      ::usleep(10000);
+  for (Hold& h : holds_) hold_at(h, where, t.rank(), t.step());
+}
+
+void TestFaults::hold_at(Hold& h, const char* where, int rank, int64_t step) {
+  if (h.done || h.where != where || h.rank != rank || step < h.step ||
+      (!h.or_later && step != h.step))
+    return;
+  const int fd = ::open(h.file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // passed once already (or FILE cannot be created: no hold)
+  const std::string line = cat(::getpid(), " ", where, " ", step, "\n");
+  const bool wrote = ::write(fd, line.data(), line.size()) == ssize_t(line.size());
+  ::close(fd);
+  std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d holds at %s of step %lld (%s%s)\n", rank, where,
+               (long long)step, h.file.c_str(), wrote ? "" : ", short write");
+  std::fflush(stderr);
+  h.done = true;
+  // Until a signal ends the process or the test removes or empties FILE (emptied, it still
+  // marks the point as passed for a relaunch).
+  // A preemption signal that arrives meanwhile is appended to FILE ("signal N"): a test waits
+  // for it before the release, so the stop step is the held one, whatever the delivery took.
+  for (int seen = preempt_signal();;) {
+    struct stat st;
+    if (::stat(h.file.c_str(), &st) != 0 || st.st_size == 0) break;
+    if (const int sig = preempt_signal(); sig != seen) {
+      const std::string note = cat("signal ", sig, "\n");
+      const int afd = ::open(h.file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+      if (afd >= 0 && ::write(afd, note.data(), note.size()) == ssize_t(note.size())) seen = sig;
+      if (afd >= 0) ::close(afd);
     }
-    std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d released at %s of step %lld\n", t.rank(), where,
-                 (long long)t.step());
-    std::fflush(stderr);
+    ::usleep(10000);
   }
+  std::fprintf(stderr, "OLMO_TEST_HOLD: rank %d released at %s of step %lld\n", rank, where,
+               (long long)step);
+  std::fflush(stderr);
 }
 
 namespace {

@@ -25,6 +25,9 @@
 //     happen at that point (a signal, a remount) and removes or empties FILE: the fault lands
 //     exactly there, never early or late as after a sleep. Several points: comma-separated (each
 //     with its own FILE).
+//     HOLD has one more point, write (trainer.async_checkpoint): the writer thread of the save
+//     of that step, before it writes anything; the training loop goes on meanwhile (the
+//     commit waits for the thread), so a test sees the write asynchronous.
 //   OLMO_TEST_PARAM_SCALE=GROUP:X  (refused unless allow_fault_injection: true; not under ZeRO-3)
 //     every step's update of one parameter group (train/param_rms.h names: embed, attn_q, ...,
 //     lm_head) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
@@ -64,6 +67,15 @@ class TestFaults : public Callback {
   void parse_param_scale(const Config& cfg, const char* spec, int rank);
   // OLMO_TEST_KILL / OLMO_TEST_HOLD at the named point `where` of the current step.
   void at_point(Trainer& t, const char* where);
+  struct Hold {
+    std::string where, file;
+    int rank = 0;
+    int64_t step = 0;
+    bool or_later = false;  // <step>+
+    bool done = false;      // held (and released) once in this process
+  };
+  // OLMO_TEST_HOLD's point h at `where` of `step` on `rank` (blocks there when it matches).
+  static void hold_at(Hold& h, const char* where, int rank, int64_t step);
   bool nan_active(int64_t step, int rank) const {
     return !nan_kind_.empty() && rank == nan_rank_ && step >= nan_step_ &&
            step < nan_step_ + nan_count_;
@@ -72,13 +84,6 @@ class TestFaults : public Callback {
   int64_t nan_step_ = 0, nan_count_ = 1;
   int nan_rank_ = 0;
   std::string kill_spec_;  // "" = off
-  struct Hold {
-    std::string where, file;
-    int rank = 0;
-    int64_t step = 0;
-    bool or_later = false;  // <step>+
-    bool done = false;      // held (and released) once in this process
-  };
   std::vector<Hold> holds_;
   // OLMO_TEST_PARAM_SCALE: the group, its flat ranges, the factor, its weights
   // before the step.

@@ -271,7 +271,7 @@ std::string Trainer::save_checkpoint(bool wait) {
   p->async = cfg_.trainer.async_checkpoint && !wait && !finishing_;
   if (p->async) {
     if (!stager_) stager_ = std::make_shared<CheckpointStager>();
-    p->copy_s = stager_->start(*p->writer, pieces, rank_ == 0);
+    p->copy_s = stager_->start(*p->writer, pieces, rank_ == 0, step_);
     p->staged_bytes = stager_->staged_bytes();
     // The checkpoint-data point of this step (test_faults.h's "ckpt" kills / holds land here,
     // with the write under way on the writer thread).

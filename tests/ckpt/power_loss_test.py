@@ -4,7 +4,8 @@
 deletion) runs under tests/ckpt/power_loss_shim.cpp (LD_PRELOAD), which records in order every
 open / write / ftruncate / fsync / close / mkdir / rename / unlink / rmdir it makes under the run
 dir, with the bytes written; then the same under mpirun with 2 ranks (rank 1 writes and fsyncs
-its own shard). Each log is then replayed through a model of the file system, and
+its own shard), and on one process with trainer.async_checkpoint=true (the data written and
+fsynced by the writer thread, the commit later on the main thread). Each log is then replayed through a model of the file system, and
 at EVERY point of the sequence (after each recorded call, and before the first) the state a
 power loss would leave is written into a fresh directory and checked.
 
@@ -62,9 +63,9 @@ def overrides(data, run):
             "trainer.save_interval=2", "trainer.keep_last=2", "dist.reduce=exact"]
 
 
-def record_run(data, run, log, drop_sync=None, ranks=1):
-    """`olmo train` under the shim (ranks > 1: under mpirun, each rank preloaded); returns the
-    ops of its log."""
+def record_run(data, run, log, drop_sync=None, ranks=1, extra=()):
+    """`olmo train` under the shim (ranks > 1: under mpirun, each rank preloaded; extra: more
+    overrides); returns the ops of its log."""
     os.makedirs(run)
     fd = os.open(run, os.O_RDONLY)
     os.fsync(fd)
@@ -75,7 +76,7 @@ def record_run(data, run, log, drop_sync=None, ranks=1):
     env.pop("OLMO_PL_DROP_SYNC", None)
     if drop_sync:
         env["OLMO_PL_DROP_SYNC"] = drop_sync
-    cmd = [OLMO, "train", td.tiny_config(), *overrides(data, run)]
+    cmd = [OLMO, "train", td.tiny_config(), *overrides(data, run), *extra]
     if ranks > 1:
         cmd = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(ranks), *cmd]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -319,6 +320,19 @@ def main():
         print(f"{len(ops) + 1} crash points, {n_img} distinct crash images: "
               f"{len(probs)} problem(s)", flush=True)
         fails += probs
+
+        # The asynchronous writer (trainer.async_checkpoint): the data written and fsynced by the
+        # writer thread, the commit on the main thread once the thread finished (a later step).
+        run4 = os.path.join(tmp, "run_async")
+        ops4 = record_run(data, run4, os.path.join(tmp, "log4.bin"),
+                          extra=["trainer.async_checkpoint=true"])
+        renames4 = [os.path.basename(op[7]) for op in ops4 if op[0] == "RENM"]
+        if not {"step2", "step4", "step6"} <= set(renames4):
+            fails.append(f"async: the recording misses the checkpoint commits: renames {renames4}")
+        probs4, n4 = replay(ops4, run4, data, want, tmp, "async writer")
+        print(f"async writer: {len(ops4)} calls, {len(ops4) + 1} crash points, {n4} distinct crash "
+              f"images: {len(probs4)} problem(s)", flush=True)
+        fails += probs4
 
         # Two ranks (mpirun): rank 1's shard file and shard index (close_shard) are fsynced by
         # their own process; the crash images resume on one process (bitwise: dist.reduce=exact).

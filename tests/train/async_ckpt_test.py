@@ -6,6 +6,10 @@
   2. Free space: OLMO_TEST_FREE_BYTES (test_faults.h) below the checkpoint's size: the run
      fails with an error naming the run dir, the bytes needed and the bytes free, and writes
      no stepN nor stepN-tmp.
+  4. The write is asynchronous (below): the writer thread of step 4's save is held at its named
+     point (OLMO_TEST_HOLD=write:0:4:FILE, test_faults.h) while the loop trains on: steps 5 and 6
+     are logged with step4 not committed (step4-tmp only); released, the commit lands at a later
+     step (at_step >= 6) and the loop's stall for that save is below the writer's time.
   3. Retention never deletes the newest complete checkpoint: a committed but corrupt step9 (newer
      than the run's step4) is skipped at resume; with keep_last 1 the run's own step6 must stay
      (before the fix keep_last kept the corrupt step9 only and nothing loadable was left).
@@ -13,7 +17,9 @@
 import json
 import os
 import shutil
+import subprocess
 import tempfile
+import time
 
 import olmo_test as ot
 from olmo_test import check, finish
@@ -91,5 +97,43 @@ with tempfile.TemporaryDirectory() as tmp:
     check(os.path.isdir(os.path.join(run, "step6")), f"keep_last deleted the newest complete one: {os.listdir(run)}")
     p = ot.olmo("ckpt", "verify", run, check=False)
     check(p.returncode == 0 and "step6" in p.stdout + p.stderr, f"newest complete after retention: {p.stdout}{p.stderr}")
+
+    # 4. The write is asynchronous: its thread held, the loop goes on.
+    run = os.path.join(tmp, "run-held")
+    hold = os.path.join(tmp, "write.hold")
+    env = dict(os.environ, OLMO_TEST_HOLD=f"write:0:4:{hold}")
+    proc = subprocess.Popen([ot.bin_path(), "train", td.tiny_config(),
+                             *ov(data, run, 12, ["trainer.save_interval=4",
+                                                 "trainer.async_checkpoint=true"])],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    t0, seen = time.time(), []
+    while proc.poll() is None and time.time() - t0 < 120:
+        seen = [r["step"] for r in ot.read_metrics(run, "train")] if os.path.exists(hold) else []
+        if 6 in seen:
+            break
+        time.sleep(0.02)
+    held_dirs = sorted(d for d in os.listdir(run) if d.startswith("step")) if os.path.isdir(run) else []
+    check(6 in seen and "step4" not in held_dirs and "step4-tmp" in held_dirs,
+          "while step 4's write is held the loop trains steps 5 and 6, step4 not committed",
+          f"train records {seen}, step dirs {held_dirs}")
+    if os.path.exists(hold):
+        open(hold, "w").close()  # released
+    try:
+        out = proc.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = proc.communicate()[0]
+    check(proc.returncode == 0, f"held-writer run: exit {proc.returncode}",
+          "" if proc.returncode == 0 else out[-800:])
+    ev = {e["step"]: e for e in ckpt_events(run)}
+    e4 = ev.get(4, {})
+    check(e4.get("async") is True and e4.get("at_step", 0) >= 6,
+          "step 4's commit lands after the loop went on (at_step >= 6)", f"{e4}")
+    check(e4 and e4["ckpt_stall_s"] < e4["write_s"],
+          "the loop's stall for step 4's save is below its writer's time",
+          f"stall {e4.get('ckpt_stall_s')} s, write {e4.get('write_s')} s")
+    if e4:
+        print(f"held writer: step 4 committed at step {e4['at_step']}; stall {e4['ckpt_stall_s']:.4f} s, "
+              f"write {e4['write_s']:.3f} s (held while steps 5-6 trained)")
 
 finish("async_ckpt_test")
