@@ -126,6 +126,19 @@ struct Names {
   std::set<std::string> value_flags;  // those that take a value
 };
 
+// CLI11 keeps an option group (add_option_group) as a subcommand without a name.
+bool is_option_group(const CLI::App* a) { return a->get_name().empty(); }
+bool is_subcommand(const CLI::App* a) { return !is_option_group(a); }
+
+// The names of app's real subcommands (its option groups left out).
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::App* s : app.get_subcommands(is_subcommand))
+    out.push_back(s->get_name());
+  return out;
+}
+
+// The flags of app, its option groups included.
 void add_names(const CLI::App& app, Names& n) {
   for (const CLI::Option* o : app.get_options()) {
     if (!o->nonpositional()) continue;
@@ -135,12 +148,13 @@ void add_names(const CLI::App& app, Names& n) {
     }
     for (const std::string& s : o->get_snames()) n.flags.insert("-" + s);
   }
+  for (const CLI::App* g : app.get_subcommands(is_option_group)) add_names(*g, n);
 }
 
 // All flags of app and of every subcommand below it (parsed or not).
 void add_names_recursive(const CLI::App& app, Names& n) {
   add_names(app, n);
-  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+  for (const CLI::App* s : app.get_subcommands(is_subcommand))
     add_names_recursive(*s, n);
 }
 
@@ -188,9 +202,7 @@ std::string describe_extras(const CLI::App& app, const std::vector<const CLI::Ap
   Names n;
   for (const CLI::App* a : chain) add_names(*a, n);
   const CLI::App& last = *chain.back();
-  std::vector<std::string> subs;
-  for (const CLI::App* s : last.get_subcommands([](const CLI::App*) { return true; }))
-    subs.push_back(s->get_name());
+  const std::vector<std::string> subs = subcommand_names(last);
   std::vector<std::string> parts;
   bool unknown_sub = false;
   for (const std::string& arg : app.remaining(true)) {
@@ -277,7 +289,7 @@ void parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForHelp&) {
     // A command with subcommands and none chosen (olmo data --help): every subcommand's options.
     const CLI::App& last = *selected_chain(app).back();
-    const bool all = !last.get_subcommands([](const CLI::App*) { return true; }).empty();
+    const bool all = !subcommand_names(last).empty();
     std::printf("%s",
                 app.help("", all ? CLI::AppFormatMode::All : CLI::AppFormatMode::Normal).c_str());
     throw Exit{kExitOk};
@@ -290,12 +302,8 @@ void parse(CLI::App& app, int argc, char** argv) {
     // (olmo audit --nosuch).
     std::string msg = !app.remaining(true).empty() ? describe_extras(app, chain)
                                                    : conversion_message(chain, e.what());
-    if (msg == "A subcommand is required") {
-      std::vector<std::string> subs;
-      for (const CLI::App* s : chain.back()->get_subcommands([](const CLI::App*) { return true; }))
-        subs.push_back(s->get_name());
-      msg = "a subcommand is required: " + CLI::detail::join(subs, ", ");
-    }
+    if (msg == "A subcommand is required")
+      msg = "a subcommand is required: " + CLI::detail::join(subcommand_names(*chain.back()), ", ");
     usage_error(app, msg);
   }
   if (app.get_option("--parse-only")->count()) {

@@ -54,6 +54,10 @@ int run(const olmo::cli::Command& c, int argc, char** argv) {
     return c.run(argc, argv);
   } catch (const olmo::cli::Exit& e) {
     return e.code;
+  } catch (const olmo::UsageError& e) {  // a malformed key=value (every rank sees the same one)
+    std::fprintf(stderr, "olmo %s: error: %s (see olmo %s --help)\n", c.name.c_str(), e.what(),
+                 c.name.c_str());
+    return olmo::cli::kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "olmo %s: error: %s\n", c.name.c_str(), e.what());
     // Under mpirun one failing rank ends the whole job at once (the others may be waiting

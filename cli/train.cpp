@@ -106,7 +106,8 @@ int run_train(int argc, char** argv) {
   app->add_option("CONFIG", config, "the YAML config")->required();
   app->add_option("overrides", overrides,
                   "key=value: override any field (dotted keys, YAML values: optim.lr=1e-3 "
-                  "model.window_pattern=[64,64,64,-1])");
+                  "model.window_pattern=[64,64,64,-1]); every key, its type and default: "
+                  "docs/config.md, or olmo info --config-reference");
   app->add_flag("--dry-run", dry,
                 "print the resolved config, parameters, memory plan and steps; no training");
   auto* allow_opt = app->add_option("--allow-recipe-change", allow,

@@ -1,6 +1,7 @@
 // Error reporting for olmo.cpp: one exception type, a string builder, and a check macro.
 // Contract: every user-facing failure (bad file, bad config, bad flag) throws olmo::Error with a
-// message that names the file/key and the problem; the CLI prints it and exits 1, never aborts.
+// message that names the file/key and the problem; the CLI prints it and exits 1 (2 for a
+// UsageError), never aborts.
 #pragma once
 #include <sstream>
 #include <stdexcept>
@@ -12,6 +13,13 @@ namespace olmo {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// A malformed command-line argument found below the CLI's parser (a key=value override with an
+// unknown key or a value of the wrong type): the CLI prints it and exits 2 (usage error).
+class UsageError : public Error {
+ public:
+  using Error::Error;
 };
 
 // cat("a", 1, 'b') -> "a1b" (ostream formatting of each argument).

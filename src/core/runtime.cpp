@@ -233,7 +233,8 @@ std::string Runtime::report() const {
   out += "settings (recorded by the code that decided them):\n";
   if (recorded.empty()) out += "  (none yet: precision and attention are decided at run start)\n";
   for (const Setting& s : recorded) render(out, s);
-  out += "environment (every variable olmo reads):\n";
+  out += "environment (every variable olmo reads; the unset test hooks are left out):\n";
+  int hidden_hooks = 0;
   for (const EnvVar& v : kDeclared) {
     std::optional<std::string> val;
     std::string src = "env";
@@ -246,9 +247,15 @@ std::string Runtime::report() const {
         val = read_env(v.name);
       }
     }
+    if (!val && std::string(v.name).rfind("OLMO_TEST_", 0) == 0) {
+      ++hidden_hooks;  // fault injection for the tests: listed only when set
+      continue;
+    }
     out += cat("  ", v.name, val ? cat(" = ", *val, "  [", src, "]") : std::string(" unset"),
                "\n      ", v.meaning, "\n");
   }
+  if (hidden_hooks > 0)
+    out += cat("  (", hidden_hooks, " OLMO_TEST_* test hooks unset: src/core/runtime.cpp)\n");
   return out;
 }
 

@@ -513,12 +513,33 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
   return d[b.size()];
 }
 
+static std::string leaf_of(const std::string& key) { return key.substr(key.rfind('.') + 1); }
+
+// " (did you mean 'K'?)" for an unknown key: the keys of another section with the same leaf
+// (lr -> optim.lr), else the nearest key within 3 edits (optim.lrr -> optim.lr), else for a
+// leaf alone the key whose leaf is within max(1, |leaf| / 3) edits (lrr -> optim.lr); "" if none.
 static std::string suggestion(const std::string& key) {
+  const std::vector<std::string> keys = known_keys();
+  std::vector<std::string> same_leaf;
+  for (auto& k : keys)
+    if (k != key && leaf_of(k) == leaf_of(key)) same_leaf.push_back(cat("'", k, "'"));
+  if (!same_leaf.empty() && same_leaf.size() <= 3) {
+    std::string s;
+    for (size_t i = 0; i < same_leaf.size(); ++i) s += (i ? " or " : "") + same_leaf[i];
+    return cat(" (did you mean ", s, "?)");
+  }
   std::string best;
   size_t bd = 4;
-  for (auto& k : known_keys()) {
+  for (auto& k : keys) {
     size_t d = edit_distance(key, k);
     if (d < bd) { bd = d; best = k; }
+  }
+  if (best.empty() && key.find('.') == std::string::npos) {
+    bd = std::max<size_t>(1, key.size() / 3) + 1;
+    for (auto& k : keys) {
+      size_t d = edit_distance(key, leaf_of(k));
+      if (d < bd) { bd = d; best = k; }
+    }
   }
   return best.empty() ? "" : cat(" (did you mean '", best, "'?)");
 }
@@ -601,9 +622,27 @@ static void load_into(Config& c, const std::string& path, std::vector<std::strin
   apply_map(c, root, "", path);
 }
 
+static void apply_override_checked(Config& c, const std::string& kv);
+
+// Where a user finds the keys (the end of every override error).
+static const char* const kKeysAt =
+    "; every key, its type and default: docs/config.md, olmo info --config-reference";
+
 void apply_override(Config& c, const std::string& kv) {
+  try {
+    apply_override_checked(c, kv);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {  // a value of the wrong type or outside a choice
+    throw UsageError(cat(e.what(), kKeysAt));
+  }
+}
+
+// apply_override without the mapping of its errors to UsageError.
+static void apply_override_checked(Config& c, const std::string& kv) {
   auto eq = kv.find('=');
-  OLMO_CHECK(eq != std::string::npos && eq > 0, "override '", kv, "' must look like key=value");
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(cat("override '", kv, "' must look like key=value", kKeysAt));
   std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
   std::string where = cat("override '", kv, "'");
   YAML::Node n;
@@ -629,7 +668,7 @@ void apply_override(Config& c, const std::string& kv) {
     c.origin["benchmarks.suites"] = where;
     return;
   }
-  throw Error(cat(where, ": unknown key '", key, "'", suggestion(key)));
+  throw UsageError(cat(where, ": unknown key '", key, "'", suggestion(key), kKeysAt));
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -247,9 +247,11 @@ struct Config {
 };
 
 // Loads `path` (following `base:` chains, relative to the including file), then applies the
-// overrides in order. Throws olmo::Error on unknown keys, wrong types, bad YAML, base cycles.
+// overrides in order. Throws olmo::Error on unknown keys, wrong types, bad YAML, base cycles
+// in the files; olmo::UsageError (the CLI exits 2) for a malformed or unknown override.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
-// Applies one `key=value` override.
+// Applies one `key=value` override; a malformed one (no '=', unknown key: named with the nearest
+// key, leaf names too: lr -> optim.lr; a value of the wrong type) throws olmo::UsageError.
 void apply_override(Config& c, const std::string& kv);
 // Contradictions and ranges; with check_files also that data.mix / eval sets / load_path exist.
 void validate(const Config& c, bool check_files);

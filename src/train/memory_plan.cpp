@@ -118,6 +118,7 @@ std::string stage_text(const model::ModelConfig& mc, const PlanInputs& in) {
     out += buf;
   }
   out += "\n";
+  bool any_no_fit = false;
   for (const ModeRow& r : rows) {
     std::snprintf(buf, sizeof buf, "%-28s %3lld/%-3lld %8.2f GiB %6.2f GiB %9.1f %%",
                   r.label.c_str(), (long long)r.checkpointed, (long long)mc.n_layers,
@@ -127,9 +128,11 @@ std::string stage_text(const model::ModelConfig& mc, const PlanInputs& in) {
       std::snprintf(buf, sizeof buf, " %14s",
                     w < 0 ? "no fit" : (std::to_string(w) + " proc").c_str());
       out += buf;
+      any_no_fit = any_no_fit || w < 0;
     }
     out += "\n";
   }
+  if (!any_no_fit) return out;  // the legend of "no fit" only where a row has one
   if (z3)
     std::snprintf(buf, sizeof buf,
                   "# no fit: above %lld processes, or two parameter units + activations alone "

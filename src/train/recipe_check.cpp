@@ -133,7 +133,7 @@ std::vector<RecipeChange> check_recipe(const json& saved, const json& now, const
   }
   std::string lines;
   std::vector<std::string> to_allow;
-  bool schedule = false;
+  bool horizon = false;  // the run's length changed: stopping early is what was meant, likely
   for (const RecipeChange& ch : changes) {
     if (ch.allowed) continue;
     lines += cat("\n  ", ch.key, ": ", ch.from, " (checkpoint) -> ", ch.to, " (this run)");
@@ -144,7 +144,7 @@ std::vector<RecipeChange> check_recipe(const json& saved, const json& now, const
     if (ch.recipe == Recipe::rounding) lines += "; the same math in other bits (rounding)";
     lines += cat("; allow with --allow-recipe-change ", ch.key);
     to_allow.push_back(ch.key);
-    schedule = schedule || ch.recipe == Recipe::schedule;
+    horizon = horizon || ch.key == "trainer.max_steps" || ch.key == "trainer.max_tokens";
   }
   if (lines.empty()) return changes;
   throw Error(cat(
@@ -155,7 +155,7 @@ std::vector<RecipeChange> check_recipe(const json& saved, const json& now, const
                              " on purpose: olmo train ... --allow-recipe-change ",
                              join(to_allow, ","),
                              " (config: trainer.allow_recipe_change=[", join(to_allow, ","), "])."),
-      schedule ? " To stop early and continue on the same schedule, keep trainer.max_steps (or "
+      horizon ? " To stop early and continue on the same schedule, keep trainer.max_steps (or "
                  "max_tokens) and use trainer.hard_stop_steps."
                : ""));
 }

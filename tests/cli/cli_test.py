@@ -30,26 +30,27 @@ among them --dry-run=0 dry-running (exit 0), --dryrun answered "flag --dryrun ne
 --vocab/--eos/--pad/--tokenizer-id, missing arguments and bad values exiting 1, no-argument
 usage on stdout with exit 1. Env: OLMO_BIN, OLMO_SOURCE_DIR. Exit 0 = pass.
 """
-import glob
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
 
 from olmo_test import FAILS, check
+from olmo_test.doc_lines import command_lines
 
 SRC = os.environ.get("OLMO_SOURCE_DIR") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("OLMO_BIN") or os.path.join(SRC, "build", "olmo")
-TINY = os.path.join(SRC, "configs", "tiny.yaml")
+TINY = os.path.join(SRC, "tests", "configs", "tiny.yaml")
 
 
-def olmo(*args):
-    """Runs BIN with args in SRC; returns (exit status, stdout, stderr)."""
+def olmo(*args, env=None):
+    """Runs BIN with args in SRC (env: environment variables to set, None: to unset); returns
+    (exit status, stdout, stderr)."""
+    e = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
     p = subprocess.run([BIN, *args], cwd=SRC, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+                       env={k: v for k, v in e.items() if v is not None})
     return p.returncode, p.stdout, p.stderr
 
 
@@ -211,7 +212,7 @@ def top_level():
         want = re.search(r"project\(olmo_cpp VERSION (\S+)", f.read())
     check(m and want and m.group(1) == want.group(1),
           "the --version number is CMakeLists.txt's project(VERSION)", want and want.group(1))
-    rc, out, err = olmo("trian", "configs/tiny.yaml")
+    rc, out, err = olmo("trian", "tests/configs/tiny.yaml")
     check(rc == 2 and "unknown command 'trian'" in err and "did you mean 'train'" in err,
           "unknown command: exit 2, named, nearest command suggested", show(rc, out, err))
     rc, out, err = olmo("help", "evalute")
@@ -281,6 +282,55 @@ def dry_run_bugs(tmp_root):
           show(rc, out, err))
 
 
+def newcomer_defects(tmp_root):
+    """Issue 48's CLI defects: a positional after an option group is no "unknown subcommand"; a
+    typo of an option-group flag gets its nearest flag; a bad key=value override is a usage
+    error (exit 2) naming the nearest key, for a leaf name too; train --help says where the keys
+    are listed; --runtime hides the unset test hooks; the plan's "no fit" legend only where a row
+    has no fit."""
+    demo = os.path.join(SRC, "configs", "demo.yaml")
+    for args, extra in [(["info", "--plan", demo], demo),
+                        (["generate", "D", "extra", "--prompt", "x"], "extra"),
+                        (["info", "--preset", "olmo3-190m", "more"], "more")]:
+        rc, out, err = olmo(*args)
+        check(rc == 2 and f"unexpected argument '{extra}'" in err and "subcommand" not in err,
+              f"olmo {' '.join(args)}: exit 2, '{extra}' an unexpected argument",
+              show(rc, out, err))
+    rc, out, err = olmo("info", "--prest", "olmo3-190m")
+    check(rc == 2 and "did you mean --preset?" in err,
+          "olmo info --prest: the nearest flag of an option group is suggested", show(rc, out, err))
+    run = os.path.join(tempfile.mkdtemp(dir=tmp_root), "run")
+    for override, want in [("optim.lr=abc", "optim.lr"), ("optim.lrr=1e-3", "'optim.lr'"),
+                           ("lr=1e-3", "did you mean 'optim.lr'"),
+                           ("max_steps=3", "did you mean 'trainer.max_steps'"),
+                           ("trainer.lr=1e-3", "did you mean 'optim.lr'"),
+                           ("optim.lr", "key=value")]:
+        rc, out, err = olmo("train", demo, f"trainer.run_dir={run}", override, "--dry-run")
+        check(rc == 2 and want in err and "config.md" in err and "Traceback" not in err,
+              f"olmo train CFG {override}: usage error (exit 2) naming {want} and the key list",
+              show(rc, out, err))
+    check(not os.path.exists(run), "a refused override wrote no run dir", run)
+    rc, out, err = olmo("train", "--help")
+    check(rc == 0 and "docs/config.md" in out and "olmo info --config-reference" in out,
+          "olmo train --help names docs/config.md and olmo info --config-reference", out[-600:])
+    rc, out, err = olmo("info", "--runtime", env={k: None for k in os.environ
+                                                   if k.startswith("OLMO_TEST_")})
+    shown = re.findall(r"^  (OLMO_TEST_\w+)", out, re.M)
+    check(rc == 0 and not shown and "test hooks unset" in out,
+          "olmo info --runtime lists no unset OLMO_TEST_* hook", f"shown {shown}")
+    rc, out, err = olmo("info", "--runtime", env={"OLMO_TEST_NAN": "step=7"})
+    check(rc == 0 and "OLMO_TEST_NAN = step=7" in out,
+          "olmo info --runtime shows a test hook that is set", show(rc, out, err))
+    for args in (["train", demo, f"trainer.run_dir={run}", "--dry-run"],
+                 ["info", "--preset", "olmo3-32b"], ["info", "--preset", "olmo3-190m"]):
+        rc, out, err = olmo(*args)
+        cells = re.findall(r"\bno fit\b(?!:)", out)
+        legend = "# no fit:" in out
+        check(rc == 0 and bool(cells) == legend, f"olmo {' '.join(args[:3])}: the 'no fit' "
+              f"legend printed iff a row has no fit ({len(cells)} cells, legend {legend})",
+              show(rc, out, err))
+
+
 def equals_forms(tmp_root):
     a = olmo("info", "--preset", "olmo3-190m", "--seq", "512", "--processes", "2", "--json")
     b = olmo("info", "--preset=olmo3-190m", "--seq=512", "--processes=2", "--json")
@@ -297,55 +347,9 @@ def equals_forms(tmp_root):
 
 
 def doc_command_lines():
-    """(file:line, argv after build/olmo) of the command lines shown in README.md and docs/:
-    fenced code blocks (continuations joined, VAR="..." assignments of the block substituted,
-    env prefixes / exec / mpirun stripped, comments, redirections and [optional] parts dropped)
-    and inline code spans starting with build/olmo."""
-    found = []
-    files = [os.path.join(SRC, "README.md")] + sorted(
-        glob.glob(os.path.join(SRC, "docs", "**", "*.md"), recursive=True))
-
-    def add(where, text, env):
-        text = re.sub(r"\[[^\]]*\]", "", text)  # synopsis: [--limit N] is optional
-        for k, v in env.items():
-            text = text.replace("$" + k, v)
-        try:
-            words = shlex.split(text, comments=True)
-        except ValueError:
-            return
-        for stop in (">", "|", "&&", ";", "2>&1"):
-            if stop in words:
-                words = words[:words.index(stop)]
-        if "build/olmo" in words:
-            found.append((where, words[words.index("build/olmo") + 1:]))
-
-    for path in files:
-        rel = os.path.relpath(path, SRC)
-        lines = open(path).read().split("\n")
-        inblock, buf, start, env = False, "", 0, {}
-        for i, line in enumerate(lines, 1):
-            if line.strip().startswith("```"):
-                inblock, buf, env = not inblock, "", {}
-                continue
-            if not inblock:
-                for span in re.findall(r"`(build/olmo [^`]+)`", line):
-                    add(f"{rel}:{i}", span, {})
-                continue
-            m = re.fullmatch(r"\s*([A-Z_]+)=\"(.*)\"\s*", line)
-            if m:
-                env[m.group(1)] = m.group(2)
-                continue
-            if not buf and "build/olmo " not in line:
-                continue
-            buf, start = (buf + " " + line.strip()) if buf else line.strip(), start if buf else i
-            if buf.endswith("\\"):
-                buf = buf[:-1]
-                continue
-            if buf.count("'") % 2 or buf.count('"') % 2:  # a quoted value goes on
-                continue
-            add(f"{rel}:{start}", buf, env)
-            buf = ""
-    return found
+    """(file:line, argv after build/olmo) of the command lines shown in README.md and docs/
+    (olmo_test.doc_lines)."""
+    return [(d.where, d.argv) for d in command_lines(SRC)]
 
 
 def documented_examples():
@@ -378,6 +382,7 @@ def main():
         top_level()
         per_command(tmp_root)
         dry_run_bugs(tmp_root)
+        newcomer_defects(tmp_root)
         equals_forms(tmp_root)
         documented_examples()
     if FAILS:

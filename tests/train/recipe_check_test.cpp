@@ -1,6 +1,6 @@
 // The recipe check (src/train/recipe_check.h) at the config level, for every field of the one
 // field table (config.cpp visit_fields): every field is classified; each recorded field of
-// configs/tiny.yaml, changed alone, is the one change found and is refused with a message that
+// tests/configs/tiny.yaml, changed alone, is the one change found and is refused with a message that
 // names it, its old and new value and the allow flag (model fields: that a resume cannot change
 // them), and is accepted once allowed; a field that is not recorded never shows up as a change;
 // the allow list resolves keys, sections, unique leaves and `schedule` and refuses bad entries.
@@ -19,7 +19,7 @@ using nlohmann::json;
 namespace {
 
 Config tiny() {
-  return load_config(std::string(OLMO_SOURCE_DIR) + "/configs/tiny.yaml",
+  return load_config(std::string(OLMO_SOURCE_DIR) + "/tests/configs/tiny.yaml",
                      {"trainer.run_dir=/tmp/recipe_check_test"});
 }
 
@@ -127,6 +127,9 @@ TEST(RecipeCheck, EachRecordedFieldChangedAloneIsRefusedNamedAndAllowable) {
         EXPECT_NE(m.find("a resume cannot change it"), std::string::npos) << m;
       else
         EXPECT_NE(m.find("allow with --allow-recipe-change " + f.key), std::string::npos) << m;
+      // The hint to stop early with hard_stop_steps only where the run's length changed.
+      const bool horizon = f.key == "trainer.max_steps" || f.key == "trainer.max_tokens";
+      EXPECT_EQ(m.find("hard_stop_steps") != std::string::npos, horizon) << m;
     }
     c.trainer.allow_recipe_change = {f.key};
     if (f.recipe == Recipe::model) {
