@@ -1,4 +1,7 @@
-# olmo.cpp entry points.
+# olmo.cpp entry points. Each installs only what it uses (scripts/install_deps.sh LEVEL; sizes in
+# docs/dependencies.md): build -> Debian packages; corpus / demo -> + a small .venv without
+# torch, the task data and the tokenizer; test / test-slow / bench -> + the reference venv.
+#   make build  install the Debian packages, build (Release)
 #   make test   install what is missing, build (Release), run the whole ctest suite (a test
 #               that skipped although its prerequisite is on this machine fails the run:
 #               tests/check_skips.py), then the sanitizer subset (test-asan-ci: ASan + UBSan
@@ -12,39 +15,45 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test test-slow demo bench clean corpus docs
+.PHONY: all deps deps-build deps-demo configure build test test-slow demo bench clean corpus docs
 .PHONY: fuzz fuzz-run asan-configure test-asan test-asan-ci
 
 all: build
 
 deps:
-	@bash scripts/install_deps.sh
+	@bash scripts/install_deps.sh full
 
-configure: deps
+deps-build:
+	@bash scripts/install_deps.sh build
+
+deps-demo:
+	@bash scripts/install_deps.sh demo
+
+configure: deps-build
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -Wno-dev > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
 
 build: configure
 	@set -o pipefail; MAKEFLAGS=--no-print-directory cmake --build $(BUILD) -j $(JOBS) 2>&1 | { grep -vE '^\[ *[0-9]+%\]|^(Consolidate|Scanning)' || true; }
 
-test: build
+test: deps build
 	cd $(BUILD) && rc=0 && { ctest --output-on-failure -j 2 -LE slow --output-junit ctest-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
 	  { PYTHONPATH=$(CURDIR)/tests/lib python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-junit.xml || rc=1; } && exit $$rc
 	@$(MAKE) --no-print-directory test-asan-ci
 
-test-slow: build
+test-slow: deps build
 	cd $(BUILD) && rc=0 && { ctest --output-on-failure -L slow --output-junit ctest-slow-junit.xml $(CTEST_ARGS) || rc=$$?; } && \
 	  { PYTHONPATH=$(CURDIR)/tests/lib python3 $(CURDIR)/tests/check_skips.py --source $(CURDIR) ctest-slow-junit.xml || rc=1; } && exit $$rc
 
 docs: build
 	@$(BUILD)/olmo info --config-reference > docs/config.md && echo "wrote docs/config.md"
 
-corpus: build
+corpus: deps-demo build
 	bash scripts/make_demo_data.sh
 
 demo: corpus
 	bash scripts/run_demo.sh
 
-bench: build
+bench: deps build
 	bash bench/compare.sh
 
 clean:

