@@ -44,7 +44,7 @@ for r in $(seq 1 "$rounds"); do
   for mode in true false; do
     run="$out/run-$mode-$r"
     t0=$(date +%s.%N)
-    "$olmo" train "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" \
+    "$olmo" train "$root/tests/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" \
       trainer.async_checkpoint=$mode >/dev/null
     "$py" -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$(date +%s.%N)" "$t0" > "$run/wall_s"
     rm -rf "$run"/step*

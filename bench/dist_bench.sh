@@ -68,14 +68,14 @@ for r in $(seq 1 "$rounds"); do
       # exact-seq: the exact reduction after the backward (dist.overlap=false), the figure
       # that shows what the overlap hides.
       OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -np $np_ "$olmo" train \
-        "$root/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" \
+        "$root/tests/configs/tiny.yaml" "${common[@]}" trainer.run_dir="$run" \
         dist.reduce="${mode%-seq}" dist.overlap=$([ "$mode" = exact-seq ] && echo false || echo true) >/dev/null
       # Only metrics.jsonl is read: drop the run's final checkpoint (3.2 GB at olmo3-190m).
       find "$run" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
     done
   done
   # The peer of "2 processes x 1 thread": 1 process with 2 threads (default exact reduction).
-  OMP_NUM_THREADS=2 "$olmo" train "$root/configs/tiny.yaml" "${common[@]}" trainer.threads=2 \
+  OMP_NUM_THREADS=2 "$olmo" train "$root/tests/configs/tiny.yaml" "${common[@]}" trainer.threads=2 \
     trainer.run_dir="$out/run-1t2-exact-$r" dist.reduce=exact >/dev/null
   find "$out/run-1t2-exact-$r" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 done

@@ -1,6 +1,6 @@
 """Is the exact reduction inside the reference's noise floor, as the fp32 one is?
 
-OLMo-core's own Trainer runs the tiny recipe (configs/tiny.yaml, 20 steps) with its two twins
+OLMo-core's own Trainer runs the tiny recipe (tests/configs/tiny.yaml, 20 steps) with its two twins
 (scripts/olmo_core_run.py --noise-floor: a 1-ulp twin and a float64-clip-norm twin); olmo.cpp
 then trains the same recipe from the same initial weights three ways -- dist.reduce=fast (plain
 fp32 sums) on 1 process, dist.reduce=exact on 1 process and on 2 processes -- and `olmo compare`

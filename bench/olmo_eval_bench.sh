@@ -25,7 +25,7 @@ PYTHONPATH=tests/lib .venv/bin/python tests/eval/olmo_eval_parity.py 2>&1 | grep
   echo "$(git rev-parse --short HEAD)); machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"
   echo "shared with other jobs (load average at the end: $(cut -d' ' -f1-3 /proc/loadavg))."
   echo
-  echo "Model: configs/tiny.yaml with model.vocab_size=100352, data.seq_len=$CTX (random init, seed 5,"
+  echo "Model: tests/configs/tiny.yaml with model.vocab_size=100352, data.seq_len=$CTX (random init, seed 5,"
   echo "\`olmo export\`), fp32 on both sides. Tasks: the 26 labels of \"fast\", the $DOCS documents with"
   echo "the smallest doc_id of each; model context $CTX. Reference: build_task + collate_fn (batch of 1,"
   echo "padded to a multiple of 128) + Olmo3ForCausalLM + ICLMetric.update/compute, torch threads"

@@ -5,7 +5,7 @@ Olmo3ForCausalLM, fp32, batch of 1) on the whole "fast" set, resumable, and its 
 The reference needs ~6.6 h of 2 cores for the 72k rows of the fast set, longer than one sitting,
 so it runs in chunks whose results are cached on disk and survive being killed at any moment:
 
-  CACHE/<key>/model/                the fixed model (`olmo export --config configs/tiny.yaml
+  CACHE/<key>/model/                the fixed model (`olmo export --config tests/configs/tiny.yaml
                                     model.vocab_size=100352 data.seq_len=CTX --seed 5`)
   CACHE/<key>/meta.json             sha256 of model.safetensors and tokenizer.json, the command
   CACHE/<key>/<label>/<a>-<b>.json  one chunk: the doc_ids it covers, ICLMetric's raw state for
@@ -106,7 +106,7 @@ def write_atomic(path, text):
 
 
 def export_cmd(ctx, out):
-    return [BIN, "export", "--config", os.path.join(ROOT, "configs", "tiny.yaml"),
+    return [BIN, "export", "--config", os.path.join(ROOT, "tests", "configs", "tiny.yaml"),
             "model.vocab_size=100352", f"data.seq_len={ctx}", "--seed", "5", "--out", out]
 
 

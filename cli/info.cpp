@@ -2,7 +2,8 @@
 // preset, an HF config.json or a checkpoint (its model section), as text or JSON; every field of
 // the model configuration (model/config_fields.h) is printed. --config-reference prints the
 // reference of every training config key (train/config_reference.h; docs/config.md); --runtime
-// the process's resolved runtime context (core/runtime.h).
+// the process's resolved runtime context (core/runtime.h); --plan what each preset trains at on
+// 2 cores .. 256 nodes (train/capacity_plan.h).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "model/config.h"
 #include "model/config_json.h"
 #include "model/flops.h"
+#include "train/capacity_plan.h"
 #include "train/config.h"
 #include "train/config_reference.h"
 #include "train/memory_plan.h"
@@ -44,7 +46,8 @@ int run_info(int argc, char** argv) {
   std::string acc_arg = "auto";
   int64_t S = 0, mb = 1, W = 1, K = 1;
   int zs = 2;
-  bool json = false, reference = false, runtime = false;
+  bool json = false, reference = false, runtime = false, capacity = false;
+  olmo::train::CapacityAssumptions assume;
   auto* source = app->add_option_group("model", "exactly one of");
   source->add_option("--preset", preset_name,
                     "a preset: " + CLI::detail::join(preset_names(), ", "));
@@ -58,7 +61,17 @@ int run_info(int argc, char** argv) {
                   "print this process's resolved runtime context instead: CPU, ISA, threads, "
                   "model.precision=auto's pick (running its probe) and bf16 attention's, every "
                   "environment setting with its source (core/runtime.h)");
+  source->add_flag("--plan", capacity,
+                  "print instead what you can train: presets 190M-32B on 2 cores .. 256 nodes -> "
+                  "tokens/s, days per billion tokens, memory per process, bytes sent per step "
+                  "(predicted from the FLOP model and the measured MFU; assumptions printed)");
   source->require_option(1);
+  app->add_option("--core-gflops", assume.core_gflops, "--plan: fp32 peak GFLOP/s of one core")
+      ->check(olmo::cli::positive());
+  app->add_option("--mfu", assume.mfu, "--plan: fraction of the peak a step reaches")
+      ->check(olmo::cli::positive());
+  app->add_option("--net-gbytes", assume.net_gbytes_s, "--plan: network GB/s per node")
+      ->check(olmo::cli::positive());
   app->add_option("--vocab", vocab, "padded (100352) or hf (100278); presets only")
       ->check(CLI::IsMember({"padded", "hf"}));
   auto* seq_opt = app->add_option("--seq", S, "sequence length for FLOPs/activations (default: "
@@ -83,6 +96,10 @@ int run_info(int argc, char** argv) {
       ->check(CLI::IsMember({2, 3}));
   app->add_flag("--json", json, "print JSON");
   olmo::cli::parse(*app, argc, argv);
+  if (capacity) {
+    std::printf("%s", olmo::train::capacity_markdown(assume).c_str());
+    return 0;
+  }
   if (reference) {
     std::printf("%s", olmo::train::config_reference_markdown().c_str());
     return 0;

@@ -111,7 +111,7 @@ def main():
         mix = os.path.join(root, "train.mix")
         with open(mix, "w") as f:
             f.write("a,a/part-00000.npy\nb,b/part-00000.npy\n")
-        cfg = [os.path.join(SRC, "configs", "tiny.yaml"), f"data.mix={mix}",
+        cfg = [os.path.join(SRC, "tests", "configs", "tiny.yaml"), f"data.mix={mix}",
                "model.vocab_size=100352", "data.eos_id=100257", "data.pad_id=100277",
                "trainer.max_steps=2", "trainer.threads=1", "eval.at_start=false"]
 

@@ -1,5 +1,5 @@
 """HF checkpoint <-> OLMo-core run in one command each (issue 38 item 6), end to end with
-OLMo-core's own code on configs/tiny.yaml's shape:
+OLMo-core's own code on tests/configs/tiny.yaml's shape:
   1. `olmo ckpt hf-to-olmo-core HF RUN --config tiny.yaml` on a transformers-saved random
      Olmo3ForCausalLM (transformers' save_pretrained, not our writer) writes RUN/config.yaml and
      RUN/step0; OLMo-core's load_keys reads the embedding and LM head of RUN/step0 bitwise equal

@@ -30,7 +30,7 @@ import threading
 
 from olmo_test import SRC, bin_path, check, finish, tmp_dir
 
-TINY = os.path.join(SRC, "configs", "tiny.yaml")
+TINY = os.path.join(SRC, "tests", "configs", "tiny.yaml")
 TOKENIZER = os.path.join(SRC, "data", "tokenizer", "cl100k_base.tiktoken")
 
 
@@ -98,7 +98,7 @@ def check_command(name, args, label, mask=lambda s: s, ok=(0,)):
 
 
 def tiny_tokens(path, n, seed):
-    """Random tokens of configs/tiny.yaml's vocabulary (512; EOS 0) as a headerless uint32 file."""
+    """Random tokens of tests/configs/tiny.yaml's vocabulary (512; EOS 0) as a headerless uint32 file."""
     rng = random.Random(seed)
     a = array.array("I", (0 if i % 61 == 60 else rng.randrange(2, 512) for i in range(n)))
     with open(path, "wb") as f:

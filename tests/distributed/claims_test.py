@@ -55,7 +55,7 @@ HAND = {
                                        comm_bytes_per_step=0, total_bytes=2754944),
 }
 
-# configs/tiny.yaml: D 64, 4 layers (per layer 37,088 as above), vocab 512:
+# tests/configs/tiny.yaml: D 64, 4 layers (per layer 37,088 as above), vocab 512:
 # P = 2 x 512 x 64 + 4 x 37,088 + 64 = 213,952. 8 instances of 64 tokens per step; exact runs
 # one instance per forward/backward (whatever data.micro_batch_tokens): 4 per rank on N = 2.
 # Activations per token: 4 layers x 808 + 129 = 3,361 floats = 13,444 B; scratch 2,944 B;

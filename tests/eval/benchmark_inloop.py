@@ -1,6 +1,6 @@
 """In-loop benchmarks and exposure (src/train/benchmark_callback.*) in a real `olmo train` run.
 
-configs/tiny.yaml on the dolma2 vocab (model.vocab_size=100352, synthetic token files from
+tests/configs/tiny.yaml on the dolma2 vocab (model.vocab_size=100352, synthetic token files from
 olmo_test/tiny_data.py), 4 steps, benchmarks every 2 steps on the first 4 items of each
 checked-in suite and the exposure of a synthetic canaries.json. Checks:
   - metrics.jsonl holds one "benchmark" record per suite and one "exposure" record at steps

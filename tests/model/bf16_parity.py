@@ -6,7 +6,7 @@ micro-batch's forward under torch.autocast("cpu", dtype=torch.bfloat16) (bf16 li
 fp32 master weights), the loss in fp32 from logits.float() (CE + 1e-5 z-loss, token-normalised
 over the step), backward accumulating fp32 .grad, clip_grad_norm_(1.0), OLMo-core's
 SkipStepAdamW and CosWithWarmup -- the recipe of tests/train/hf_parity_test.py, which runs the
-same steps in fp32 at 1e-4. Ours: `build/olmo train configs/tiny.yaml` from that HF directory
+same steps in fp32 at 1e-4. Ours: `build/olmo train tests/configs/tiny.yaml` from that HF directory
 (trainer.init_from_hf). The reference's batches come from OLMo-core's own data loader on the
 same token file (olmo_test/olmo_core_order.py, checked there against numpy's PCG64 order), not
 from our run; that our trainer's logged instance indices (trainer.log_batch_indices) equal them
@@ -62,7 +62,7 @@ from olmo_core.optim import CosWithWarmup, SkipStepAdamW  # noqa: E402
 torch.set_num_threads(1)
 T, MICRO, STEPS, LR, Z = 64, 2, 50, 3e-3, 1e-5
 U = 2.0 ** -8
-GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # configs/tiny.yaml
+GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # tests/configs/tiny.yaml
 
 
 def step_loss(model, ids, total):

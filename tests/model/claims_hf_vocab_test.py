@@ -1,7 +1,7 @@
 """README "Export to Hugging Face": "The vocabulary stays at the model's 100352 rows unless
 `--hf-vocab` slices it to the tokenizer's 100278 (as released checkpoints)", end to end.
 
-configs/tiny.yaml with the real vocabulary (model.vocab_size=100352), seed 3, exported twice by
+tests/configs/tiny.yaml with the real vocabulary (model.vocab_size=100352), seed 3, exported twice by
 `olmo export --config`: as it is (FULL) and with --hf-vocab (SLICED). Independent readers:
 PyPI safetensors, transformers (AutoModelForCausalLM / AutoTokenizer, eager, fp32, offline).
   1. FULL keeps 100352 rows (config.json vocab_size, embed_tokens, lm_head).

@@ -1,5 +1,5 @@
 // HF export tests (model/hf_export.h):
-//   * export -> import -> export is byte-identical: a trained checkpoint (configs/tiny.yaml, 2
+//   * export -> import -> export is byte-identical: a trained checkpoint (tests/configs/tiny.yaml, 2
 //     steps) exported, a new Trainer started from the export (trainer.init_from_hf), its model
 //     exported again and its step-0 checkpoint exported again: same safetensors and config.json
 //     bytes, and load_hf gives back the checkpoint's parameters bit for bit;
@@ -57,7 +57,7 @@ train::Config tiny(const std::string& mix, const fs::path& run, std::vector<std:
   std::vector<std::string> ov = {"data.mix=" + mix, "trainer.run_dir=" + run.string(),
                                  "trainer.progress=off", "trainer.peak_interval=-1"};
   ov.insert(ov.end(), more.begin(), more.end());
-  return train::load_config(std::string(OLMO_SOURCE_DIR) + "/configs/tiny.yaml", ov);
+  return train::load_config(std::string(OLMO_SOURCE_DIR) + "/tests/configs/tiny.yaml", ov);
 }
 
 std::string bytes(const fs::path& p) { return read_file(p.string()); }

@@ -1,6 +1,6 @@
 """A trained YaRN checkpoint is the YaRN model everywhere it goes (issue 17, bug 2).
 
-configs/tiny.yaml on the real (padded) dolma2 vocabulary is trained for a few steps with
+tests/configs/tiny.yaml on the real (padded) dolma2 vocabulary is trained for a few steps with
 model.yarn_factor=4 model.yarn_old_context_len=32 (as stage 3 does, at toy size). The reference is
 built here, independently of our writers: transformers' Olmo3ForCausalLM with an Olmo3Config made
 from the run's own config.yaml (the YAML the user trained with: YaRN on the full-attention layer,
@@ -183,7 +183,7 @@ def main():
         data = td.make_data(os.path.join(tmp, "data"))
         run, init = os.path.join(tmp, "run"), os.path.join(tmp, "init")
         make_init(init)
-        ot.olmo("train", os.path.join(SRC, "configs", "tiny.yaml"), f"data.mix={data['mix']}",
+        ot.olmo("train", os.path.join(SRC, "tests", "configs", "tiny.yaml"), f"data.mix={data['mix']}",
                 f"trainer.run_dir={run}", "trainer.max_steps=4", "model.vocab_size=100352",
                 "model.yarn_factor=4", "model.yarn_old_context_len=32",
                 f"trainer.init_from_hf={init}")

@@ -1,4 +1,4 @@
-"""Asynchronous checkpoints (issue 37 item 2), end to end through `olmo train` (configs/tiny.yaml):
+"""Asynchronous checkpoints (issue 37 item 2), end to end through `olmo train` (tests/configs/tiny.yaml):
   1. trainer.async_checkpoint true vs false, a checkpoint every step: every checkpoint's tensor
      files are byte for byte the same and its state.json sections (minus the config, which names
      the switch) equal; the async run's metrics carry a checkpoint record per step with

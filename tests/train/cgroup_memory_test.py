@@ -5,7 +5,7 @@ A child memory cgroup is created under this process's own one (cgroup v2: memory
 memory.limit_in_bytes) with a 512 MiB limit, far below /proc/meminfo MemAvailable on the test
 machines, and `olmo train` is started inside it (a shell writes its pid to cgroup.procs, then
 execs olmo):
-  * a model whose plan needs ~1.2 GiB (configs/tiny.yaml with d_model 1024, ffn 4096) is refused
+  * a model whose plan needs ~1.2 GiB (tests/configs/tiny.yaml with d_model 1024, ffn 4096) is refused
     before anything is allocated, the error naming the cgroup's limit file and the plan;
   * the tiny model (plan ~6.5 MiB) starts and trains 2 steps in the same cgroup.
 Needs root and a writable memory cgroup hierarchy: otherwise it exits 77 (skipped, reason

@@ -2,7 +2,7 @@
 normalisation makes the trajectory depend on the world size (`trainer.loss_normalization=global`
 restores independence)", end to end (`olmo train` / `mpirun -np 2 olmo train`).
 
-Setup: configs/tiny.yaml on a token file of 63 documents of distinct lengths 2..64 (random
+Setup: tests/configs/tiny.yaml on a token file of 63 documents of distinct lengths 2..64 (random
 tokens, EOS-terminated; distinct lengths so that OLMo-core's packing has no ties, whose order
 numpy's unstable sort decides) as packed instances (data.dataset=packed_fsl,
 generate_doc_lengths: document masking), 8 instances of 64 tokens per step, started from one `olmo export --config ... --seed 5` (trainer.init_from_hf).

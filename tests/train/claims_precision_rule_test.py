@@ -1,6 +1,6 @@
 """README "Precision": `model.precision: auto` runs "bf16_mixed where the CPU has AVX512_BF16
 and a start-up probe measures oneDNN's bf16 GEMM >= 1.1x its fp32 one, else fp32; ... the
-choice and its reason are printed", end to end (`olmo train configs/tiny.yaml
+choice and its reason are printed", end to end (`olmo train tests/configs/tiny.yaml
 model.precision=auto`, one step).
 
 The probe's timing is forced with OLMO_TEST_PRECISION_PROBE=BF16/FP32 (two GFLOP/s figures that

@@ -1,6 +1,6 @@
 """README "Data-loader audit and validation checkpoints", Alarms: "a stop with
 `audit.stop_on_alarm` / `validation.stop_on_alarm`", end to end (`olmo train`, one process,
-configs/tiny.yaml on olmo_test/tiny_data.py token files, 20 steps planned).
+tests/configs/tiny.yaml on olmo_test/tiny_data.py token files, 20 steps planned).
 
 1. audit.stop_on_alarm=true with data.inject_fault=repeat_batch from step 5: the run ends at
    step 5 (train records 1..5 only, exit 0, `ALARM: stopping the run (audit.stop_on_alarm)`,

@@ -107,7 +107,7 @@ TEST(Config, Part2AndStage2And3InheritStage1) {
 }
 
 TEST(Config, DemoAndTinyValidate) {
-  for (auto f : {"configs/demo.yaml", "configs/tiny.yaml"}) {
+  for (auto f : {"configs/demo.yaml", "tests/configs/tiny.yaml"}) {
     Config c = load_config(src(f));
     EXPECT_NO_THROW(validate(c, false)) << f;
     auto mc = model_config(c);
@@ -119,7 +119,7 @@ TEST(Config, DemoAndTinyValidate) {
 }
 
 TEST(Config, Overrides) {
-  Config c = load_config(src("configs/tiny.yaml"),
+  Config c = load_config(src("tests/configs/tiny.yaml"),
                          {"optim.lr=1e-3", "model.window_pattern=[8,8,-1]", "eval.sets.val=/x",
                           "trainer.max_tokens=5e6", "optim.skip_step=false"});
   EXPECT_EQ(c.optim.lr, 1e-3);
@@ -136,10 +136,10 @@ TEST(Config, Overrides) {
 
 TEST(Config, UnknownKeyNamesFileLineAndSuggests) {
   fs::path d = tmpdir();
-  std::string p = write(d / "bad.yaml", "base: " + src("configs/tiny.yaml") +
+  std::string p = write(d / "bad.yaml", "base: " + src("tests/configs/tiny.yaml") +
                                             "\noptim:\n  lr: 1e-3\n  wieght_decay: 0.1\n");
   expect_error([&] { load_config(p); }, {"bad.yaml:4", "optim.wieght_decay", "optim.weight_decay"});
-  expect_error([&] { load_config(src("configs/tiny.yaml"), {"trainer.foo=1"}); },
+  expect_error([&] { load_config(src("tests/configs/tiny.yaml"), {"trainer.foo=1"}); },
                {"unknown key 'trainer.foo'"});
   std::string p2 = write(d / "bad2.yaml", "nonsense:\n  a: 1\n");
   expect_error([&] { load_config(p2); }, {"bad2.yaml:1", "nonsense"});
@@ -147,14 +147,14 @@ TEST(Config, UnknownKeyNamesFileLineAndSuggests) {
 
 TEST(Config, WrongTypes) {
   fs::path d = tmpdir();
-  std::string p = write(d / "type.yaml", "base: " + src("configs/tiny.yaml") +
+  std::string p = write(d / "type.yaml", "base: " + src("tests/configs/tiny.yaml") +
                                              "\ndata:\n  seq_len: long\n");
   expect_error([&] { load_config(p); }, {"type.yaml:3", "data.seq_len", "integer", "long"});
-  expect_error([&] { load_config(src("configs/tiny.yaml"), {"data.seq_len=1.5"}); },
+  expect_error([&] { load_config(src("tests/configs/tiny.yaml"), {"data.seq_len=1.5"}); },
                {"data.seq_len", "integer"});
-  expect_error([&] { load_config(src("configs/tiny.yaml"), {"optim.betas=0.9"}); },
+  expect_error([&] { load_config(src("tests/configs/tiny.yaml"), {"optim.betas=0.9"}); },
                {"optim.betas", "list"});
-  expect_error([&] { load_config(src("configs/tiny.yaml"), {"optim.skip_step=maybe"}); },
+  expect_error([&] { load_config(src("tests/configs/tiny.yaml"), {"optim.skip_step=maybe"}); },
                {"optim.skip_step", "true or false"});
   std::string p2 = write(d / "yaml.yaml", "optim: [unclosed\n");
   expect_error([&] { load_config(p2); }, {"yaml.yaml", "YAML error"});
@@ -162,7 +162,7 @@ TEST(Config, WrongTypes) {
 
 TEST(Config, Contradictions) {
   auto bad = [](std::vector<std::string> ov, std::vector<std::string> needles) {
-    expect_error([&] { validate(load_config(src("configs/tiny.yaml"), ov), false); }, needles);
+    expect_error([&] { validate(load_config(src("tests/configs/tiny.yaml"), ov), false); }, needles);
   };
   // fast: global batch not divisible by micro-batch x processes.
   bad({"dist.reduce=fast", "data.global_batch_tokens=384", "data.micro_batch_tokens=256"},
@@ -171,7 +171,7 @@ TEST(Config, Contradictions) {
   // exact: any process count up to the instances of a step (8 in tiny.yaml), any micro-batch.
   bad({"data.processes=9"}, {"data.processes", "exceeds the 8 instances"});
   for (const char* ok : {"data.processes=3", "data.processes=8", "data.micro_batch_tokens=384"})
-    validate(load_config(src("configs/tiny.yaml"), {ok}), false);
+    validate(load_config(src("tests/configs/tiny.yaml"), {ok}), false);
   bad({"data.global_batch_tokens=100"}, {"data.global_batch_tokens", "multiple of data.seq_len"});
   // A window that cannot slide inside the sequence.
   bad({"model.window_pattern=[64,16,16,-1]"}, {"model.window_pattern", "[0]", "data.seq_len"});
@@ -181,14 +181,14 @@ TEST(Config, Contradictions) {
 }
 
 TEST(Config, MissingFiles) {
-  Config c = load_config(src("configs/tiny.yaml"), {"data.mix=/nonexistent/train.mix"});
+  Config c = load_config(src("tests/configs/tiny.yaml"), {"data.mix=/nonexistent/train.mix"});
   expect_error([&] { validate(c, true); }, {"data.mix", "/nonexistent/train.mix", "not found"});
   fs::path d = tmpdir();
   std::string mix = write(d / "t.mix", "a,x.npy\n");
-  Config c2 = load_config(src("configs/tiny.yaml"),
+  Config c2 = load_config(src("tests/configs/tiny.yaml"),
                           {"data.mix=" + mix, "trainer.load_path=/nonexistent/step5"});
   expect_error([&] { validate(c2, true); }, {"trainer.load_path", "/nonexistent/step5"});
-  Config c3 = load_config(src("configs/tiny.yaml"), {"data.mix=" + mix, "eval.sets.v=/nope"});
+  Config c3 = load_config(src("tests/configs/tiny.yaml"), {"data.mix=" + mix, "eval.sets.v=/nope"});
   expect_error([&] { validate(c3, true); }, {"eval.sets", "'v'", "/nope"});
   expect_error([&] { load_config("/nonexistent.yaml"); }, {"/nonexistent.yaml"});
 }
@@ -206,7 +206,7 @@ TEST(Config, BaseCycleAndMissingBase) {
 
 TEST(Config, YarnAndPackedBadInput) {
   auto model_bad = [](std::vector<std::string> ov, std::vector<std::string> needles) {
-    expect_error([&] { model_config(load_config(src("configs/tiny.yaml"), ov)); }, needles);
+    expect_error([&] { model_config(load_config(src("tests/configs/tiny.yaml"), ov)); }, needles);
   };
   model_bad({"model.yarn_factor=1.0"}, {"model.yarn_factor", "must be > 1"});
   model_bad({"model.yarn_factor=0.5"}, {"model.yarn_factor", "must be > 1"});
@@ -214,14 +214,14 @@ TEST(Config, YarnAndPackedBadInput) {
             {"model.yarn_old_context_len", "larger than data.seq_len"});
   model_bad({"model.yarn_factor=8", "model.yarn_old_context_len=64", "model.yarn_variant=all"},
             {"model.yarn_variant", "'all'"});
-  Config t = load_config(src("configs/tiny.yaml"), {"model.yarn_factor=8",
+  Config t = load_config(src("tests/configs/tiny.yaml"), {"model.yarn_factor=8",
                                                    "model.yarn_old_context_len=64",
                                                    "model.yarn_variant=hf"});
   auto mc = model_config(t);
   EXPECT_EQ(mc.yarn.variant, olmo::model::YarnVariant::hf);
   for (int64_t l = 0; l < mc.n_layers; ++l) EXPECT_TRUE(mc.yarn_on_layer(l));
   expect_error([&] {
-    validate(load_config(src("configs/tiny.yaml"), {"data.dataset=packed_fsl", "data.eos_id=-1"}),
+    validate(load_config(src("tests/configs/tiny.yaml"), {"data.dataset=packed_fsl", "data.eos_id=-1"}),
              false);
   }, {"data.eos_id", "packed instances", "need an EOS id"});
 }
@@ -231,7 +231,7 @@ TEST(Config, YarnAndPackedBadInput) {
 // commands that train call model_config_for_this_cpu(), which does. An invalid probe switch makes
 // any probe throw, so a probe hidden in model_config() would fail the first expectation.
 TEST(Config, ModelConfigNeverProbesTheCpu) {
-  Config c = load_config(src("configs/tiny.yaml"), {"model.precision=auto"});
+  Config c = load_config(src("tests/configs/tiny.yaml"), {"model.precision=auto"});
   setenv("OLMO_TEST_PRECISION_PROBE", "not-a-choice", 1);
   setenv("OLMO_BF16", "emulate", 1);
   olmo::model::ModelConfig mc;
@@ -239,7 +239,7 @@ TEST(Config, ModelConfigNeverProbesTheCpu) {
   EXPECT_EQ(mc.precision, olmo::model::Precision::fp32);  // auto: unresolved
   expect_error([&] { model_config_for_this_cpu(c); }, {"OLMO_TEST_PRECISION_PROBE"});
   unsetenv("OLMO_TEST_PRECISION_PROBE");
-  Config b = load_config(src("configs/tiny.yaml"), {"model.precision=bf16_mixed"});
+  Config b = load_config(src("tests/configs/tiny.yaml"), {"model.precision=bf16_mixed"});
   EXPECT_EQ(model_config(b).precision, olmo::model::Precision::bf16_mixed);  // as written
   unsetenv("OLMO_BF16");
 }
@@ -266,7 +266,7 @@ TEST(Config, EveryKeyHasADocStringAndChoicesAreKnownKeys) {
 // that meaning, and to_yaml writes the name back (the YAML / checkpoint form).
 TEST(Config, ChoiceNamesParseToTheirEnums) {
   auto load = [](std::vector<std::string> ov) {
-    return load_config(src("configs/tiny.yaml"), ov);
+    return load_config(src("tests/configs/tiny.yaml"), ov);
   };
   EXPECT_EQ(load({"model.precision=auto"}).model.precision, PrecisionSetting::automatic);
   EXPECT_EQ(load({"model.precision=bf16_mixed"}).model.precision, PrecisionSetting::bf16_mixed);
@@ -294,11 +294,11 @@ TEST(Config, ChoiceNamesParseToTheirEnums) {
 }
 
 // Every choice field refuses a value outside its table, naming the key, the value and every
-// allowed value; every allowed value passes (on configs/tiny.yaml, which validates).
+// allowed value; every allowed value passes (on tests/configs/tiny.yaml, which validates).
 TEST(Config, ChoiceFieldsAcceptExactlyTheirTable) {
   for (auto& ch : choice_fields()) {
     std::string key = ch.key;
-    expect_error([&] { validate(load_config(src("configs/tiny.yaml"), {key + "=bogus"}), false); },
+    expect_error([&] { validate(load_config(src("tests/configs/tiny.yaml"), {key + "=bogus"}), false); },
                  {key, "'bogus'", ch.values.front(), ch.values.back()});
     for (auto& v : ch.values) {
       std::vector<std::string> ov = {key + "=" + v};
@@ -306,7 +306,7 @@ TEST(Config, ChoiceFieldsAcceptExactlyTheirTable) {
       if (v == "wsd") ov.push_back("scheduler.decay_steps=1");
       if (v == "packed_fsl") ov.push_back("data.eos_id=0");
       if (v == "selected_blocks") ov.push_back("model.activation_checkpointing.block_interval=2");
-      EXPECT_NO_THROW(validate(load_config(src("configs/tiny.yaml"), ov), false)) << key << "=" << v;
+      EXPECT_NO_THROW(validate(load_config(src("tests/configs/tiny.yaml"), ov), false)) << key << "=" << v;
     }
   }
 }

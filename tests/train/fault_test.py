@@ -2,7 +2,7 @@
 loader fault (data.inject_fault, src/data/fault_inject.h) that silently reproduces memorization,
 and stay silent on a clean run over the same steps.
 
-Runs configs/tiny.yaml (64-wide, 4 layers, vocab 512) on olmo_test/tiny_data.py token files, 40 steps,
+Runs tests/configs/tiny.yaml (64-wide, 4 layers, vocab 512) on olmo_test/tiny_data.py token files, 40 steps,
 validation every 10 steps, faults from step 10:
   clean         zero alarms; `olmo audit` exits 0; resumed in two pieces (20 + 20 steps) the
                 ledger has each step once and the audit is still clean

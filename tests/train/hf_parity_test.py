@@ -4,7 +4,7 @@ PyTorch run of the same recipe, from the same weights and batches.
 PyTorch side: transformers' Olmo3ForCausalLM (eager attention, fp32) built at random and saved
 with save_pretrained; our trainer starts from that directory (trainer.init_from_hf). The
 reference's batches come from OLMo-core's own data loader on the same token file (seed 7,
-8 x 64-token instances per step, as configs/tiny.yaml; olmo_test/olmo_core_order.py, which also checks
+8 x 64-token instances per step, as tests/configs/tiny.yaml; olmo_test/olmo_core_order.py, which also checks
 them against numpy's PCG64 order), never from our run; that they equal the instance indices our
 trainer logged (trainer.log_batch_indices) is asserted separately. The reference step is
 OLMo-core's recipe written out with OLMo-core's own classes where they exist:
@@ -35,7 +35,7 @@ from olmo_core.optim import CosWithWarmup, SkipStepAdamW
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 T, MICRO, STEPS, LR, Z = 64, 2, 20, 3e-3, 1e-5
-GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # configs/tiny.yaml
+GLOBAL_INSTANCES, SEED, VOCAB, EOS, PAD = 8, 7, 512, 0, 1  # tests/configs/tiny.yaml
 
 
 def step_loss(model, ids, total):

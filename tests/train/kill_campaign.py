@@ -1,4 +1,4 @@
-"""Kill -9 campaign (issue 11, item 3): a tiny run (configs/tiny.yaml, 16 steps, a checkpoint
+"""Kill -9 campaign (issue 11, item 3): a tiny run (tests/configs/tiny.yaml, 16 steps, a checkpoint
 every 2 steps, keep_last 2, held-out evaluation every 3 steps, the in-loop audit on) is SIGKILLed
 at least 32 times at seeded random moments, each kill followed by a restart on the same run dir,
 until it finishes. The kills are of six kinds, drawn in a seeded random order:

@@ -30,7 +30,7 @@ def migrate(*args):
 
 def chain(tmp, d, cfg, common, s1, ref1, ours1):
     """Sections 1 (boundary) to 5 on the stage-1 runs ref1 (with its noise twin) and ours1 that
-    olmo_core_ref_test.py made (configs/tiny.yaml + common + s1)."""
+    olmo_core_ref_test.py made (tests/configs/tiny.yaml + common + s1)."""
     s2 = [f"data.mix={d['mix2']}", "data.seed=1337", "optim.lr=1e-3",
           "scheduler.name=linear_with_warmup", "scheduler.warmup_steps=0",
           "scheduler.alpha_f=0", "trainer.max_steps=10", "trainer.save_interval=0",

@@ -1,5 +1,5 @@
 """Per-group weight RMS and update RMS against OLMo-core's own Trainer (issue 37 item 6), tiny
-scale (configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: the schedule is the
+scale (tests/configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: the schedule is the
 20-step one), end to end with `olmo train` and `olmo compare RUN REF`:
   1. scripts/olmo_core_run.py --noise-floor records {"kind":"param_rms"} at every step (14
      groups, weight and update RMS computed on OLMo-core's model) in the reference and both

@@ -1,5 +1,5 @@
 """OLMo-core's own Trainer as the reference run, side by side with olmo.cpp (issue 19), at tiny
-scale (configs/tiny.yaml, 20 steps, random token files from olmo_test/tiny_data.py):
+scale (tests/configs/tiny.yaml, 20 steps, random token files from olmo_test/tiny_data.py):
   1. scripts/olmo_core_run.py --noise-floor writes a complete reference run (config.yaml,
      metrics.jsonl in our schema with instance indices, validation.jsonl, OLMo-core checkpoint,
      init_hf/, noise_floor.json with a non-zero floor from both twins: noise_twin (1 ulp) and

@@ -1,6 +1,6 @@
 """The recipe is part of the checkpoint (issue 37 item 1), end to end through `olmo train`.
 
-A tiny run (configs/tiny.yaml, 1 process, 1 thread) trains 2 of 4 steps and checkpoints; then:
+A tiny run (tests/configs/tiny.yaml, 1 process, 1 thread) trains 2 of 4 steps and checkpoints; then:
   1. every field of the checkpoint's "recipe" section (the fields whose class is trajectory,
      schedule, rounding or model; the list comes from the checkpoint, and must be exactly the
      fields the field table marks refused or never: `olmo info --config-reference`), changed

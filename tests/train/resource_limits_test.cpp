@@ -70,7 +70,7 @@ train::Config tiny(const std::string& mix, const fs::path& run, std::vector<std:
                                  "trainer.progress=off", "trainer.peak_interval=-1",
                                  "validation.interval=0"};
   ov.insert(ov.end(), more.begin(), more.end());
-  return train::load_config(std::string(OLMO_SOURCE_DIR) + "/configs/tiny.yaml", ov);
+  return train::load_config(std::string(OLMO_SOURCE_DIR) + "/tests/configs/tiny.yaml", ov);
 }
 
 int64_t meminfo_available() {

@@ -1,4 +1,4 @@
-"""Soak (issue 37 item 7): one long `olmo train` of a reduced tiny model (configs/tiny.yaml with
+"""Soak (issue 37 item 7): one long `olmo train` of a reduced tiny model (tests/configs/tiny.yaml with
 d_model 32, 2 layers -- one sliding-window, one full -- GQA 2:1, 2 micro-batches per step) for
 20,000 steps with a checkpoint every 500 (trainer.keep_last 3), held-out eval and validation
 every 500, the in-loop data audit on and a param_rms + train record every step, on

@@ -2,7 +2,7 @@
 stages"; stage_chain_test.py checks only what the configs and checkpoints say).
 
 A tiny OLMo 3 with YaRN (factor 4 over a 16-token old context, faithful: full-attention layers)
-is written by `olmo export --config configs/tiny.yaml ... --no-tokenizer`; `olmo train` starts
+is written by `olmo export --config tests/configs/tiny.yaml ... --no-tokenizer`; `olmo train` starts
 from it (trainer.init_from_hf) with data.generate_doc_lengths=true (intra-document masking:
 the tiny token file has an EOS every 40-120 tokens, so most 64-token instances hold a document
 boundary) for one step. Independent reference for that step: transformers' Olmo3ForCausalLM

@@ -1,4 +1,4 @@
-// Trainer tests on configs/tiny.yaml with synthetic token files:
+// Trainer tests on tests/configs/tiny.yaml with synthetic token files:
 //   * phases: a stage-2 start from a stage-1 checkpoint (load_trainer_state=false,
 //     load_optim_state=true, new mix, new seed, LinearWithWarmup(0) to 0) carries weights, AdamW
 //     moments and step counts bit for bit, and resets trainer step, tokens, data position,
@@ -77,7 +77,7 @@ Config tiny(const std::string& mix, const fs::path& run, std::vector<std::string
   std::vector<std::string> ov = {"data.mix=" + mix, "trainer.run_dir=" + run.string(),
                                  "trainer.progress=off", "trainer.peak_interval=-1"};
   ov.insert(ov.end(), more.begin(), more.end());
-  return load_config(src("configs/tiny.yaml"), ov);
+  return load_config(src("tests/configs/tiny.yaml"), ov);
 }
 
 std::vector<float> read_all(const ckpt::CheckpointReader& r, model::Olmo3& m,

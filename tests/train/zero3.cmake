@@ -6,7 +6,7 @@
 # elements: weights 30 + moments 60 + gradient shard 30 + accumulator 60 GiB + 2 unit buffers
 # + 32.6 GiB of activations fit 256 GiB, at 3 they do not).
 olmo_cli_test(train_zero3_dry_run 0 "ZeRO-3, dist.reduce exact"
-  ${CMAKE_BINARY_DIR}/olmo train ${CMAKE_SOURCE_DIR}/configs/tiny.yaml dist.zero_stage=3 --dry-run)
+  ${CMAKE_BINARY_DIR}/olmo train ${CMAKE_SOURCE_DIR}/tests/configs/tiny.yaml dist.zero_stage=3 --dry-run)
 olmo_cli_test(train_zero3_info_7b 0 "^full +32/32 +[0-9.]+ GiB +[0-9.]+ GiB +[0-9.]+ % +1 proc +1 proc"
   ${CMAKE_BINARY_DIR}/olmo info --preset olmo3-7b --seq 8192 --batch 2 --processes 8)
 olmo_cli_test(train_zero3_info_32b 0 "^full +64/64 +[0-9.]+ GiB +[0-9.]+ GiB +[0-9.]+ % +4 proc +2 proc"

@@ -4,7 +4,7 @@
   its checkpoint converter (scripts/olmo_core_ckpt.py): reference(), script(RUNNER / CKPT, ...);
   `olmo compare` of a run against it: compare(), first_violation()
 - transformers' Olmo3ForCausalLM: load_hf(dir) (an export or init dir, fp32, eager attention),
-  tiny_hf_model() (configs/tiny.yaml's shape, random init: the init_from_hf weights of the
+  tiny_hf_model() (tests/configs/tiny.yaml's shape, random init: the init_from_hf weights of the
   training-parity tests)
 OLMo-core's data order: olmo_test.olmo_core_order. torch / transformers are imported on use
 (seconds), so importing this module is cheap.
@@ -48,7 +48,7 @@ def load_hf(d):
 
 
 def tiny_hf_model(max_positions):
-    """A random-init fp32 Olmo3ForCausalLM of configs/tiny.yaml's shape (vocab 512, d 64, 4
+    """A random-init fp32 Olmo3ForCausalLM of tests/configs/tiny.yaml's shape (vocab 512, d 64, 4
     layers: 3 sliding-window (16) + 1 full, 4 heads / 2 KV heads, untied); seed it first
     (torch.manual_seed)."""
     from transformers import Olmo3Config, Olmo3ForCausalLM

@@ -1,5 +1,5 @@
 """The tiny run's data of the Python tests (tests/train, tests/distributed, tests/model, ...):
-synthetic OLMo-format token files for configs/tiny.yaml (vocab 512, EOS 0, pad 1). Running
+synthetic OLMo-format token files for tests/configs/tiny.yaml (vocab 512, EOS 0, pad 1). Running
 build/olmo and reading metrics.jsonl: olmo_test (olmo(), read_metrics(), train_records()).
 
 Token files are headerless little-endian uint32 (as OLMo-core / Dolma). The training stream is a
@@ -54,4 +54,4 @@ def make_data(root, train_tokens=64 * 8 * 30, seed=1):
 
 
 def tiny_config():
-    return os.path.join(SRC, "configs", "tiny.yaml")
+    return os.path.join(SRC, "tests", "configs", "tiny.yaml")
