@@ -363,10 +363,9 @@ void bench_micro(int reps, double peak) {
     // the check compares one call each from the same starting C).
     onednn(c0.data());
     const double fl = 2.0 * double(g.M) * double(g.N) * double(g.K);
-    std::printf("gemm %-20s ta=%d tb=%d %6lldx%6lldx%6lld x%2d/step  oneDNN impl %s%s\n", g.what,
+    std::printf("gemm %-20s ta=%d tb=%d %6lldx%6lldx%6lld x%2d/step  oneDNN impl %s\n", g.what,
                 int(g.ta), int(g.tb), (long long)g.M, (long long)g.N, (long long)g.K, g.calls,
-                gemm_impl(false, g.ta, g.tb, g.M, g.N, g.K).c_str(),
-                gemm_routes_to_micro(g.ta, g.tb, g.M, g.N, g.K) ? " (gemm() routes: micro)" : "");
+                gemm_impl(false, g.ta, g.tb, g.M, g.N, g.K).c_str());
     for (Variant& v : vs) {  // untimed call: primitive creation, first touch; the sanity check
       std::fill(c.begin(), c.end(), 0.0f);
       v.f();

@@ -1,5 +1,7 @@
-// CPU detection (GCC builtins) and the OLMO_ISA override.
+// CPU detection (GCC builtins), the OLMO_ISA override and the pinned MXCSR.
 #include "core/cpu.h"
+
+#include <xmmintrin.h>
 
 #include <cstring>
 #include <string>
@@ -51,6 +53,14 @@ bool cpu_has_avx512_bf16() {
 
 void set_isa_override(Isa isa) { g_override = static_cast<int>(isa); }
 void clear_isa_override() { g_override = -1; }
+
+unsigned mxcsr() { return _mm_getcsr(); }
+void pin_fp_env() { _mm_setcsr(kMxcsr); }
+
+namespace {
+// At load time, on the main thread, before main() and before OpenMP starts its threads.
+[[maybe_unused]] const bool g_fp_env_pinned = (pin_fp_env(), true);
+}  // namespace
 
 const char* isa_name(Isa isa) {
   switch (isa) {

@@ -18,4 +18,14 @@ const char* isa_name(Isa);
 // of OLMO_ISA: a feature of the hardware, not a dispatch level.
 bool cpu_has_avx512_bf16();
 
+// The floating-point environment every thread computes in: MXCSR = kMxcsr (round to nearest
+// even, all exceptions masked, denormals neither flushed (FTZ) nor treated as zero (DAZ)), the
+// x86-64 default, so scalar, AVX2 and AVX-512 code sees the same denormal arithmetic. The
+// process sets it once at load time (core/cpu.cpp, before any thread exists); threads inherit
+// it. mxcsr() reads the calling thread's; pin_fp_env() sets it (a thread that may have been
+// created by code that changed it). Tests check every OpenMP thread (tests/kernels).
+constexpr unsigned kMxcsr = 0x1F80;
+unsigned mxcsr();
+void pin_fp_env();
+
 }  // namespace olmo

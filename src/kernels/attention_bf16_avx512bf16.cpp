@@ -279,7 +279,7 @@ void attention_fwd_bf16(const AttnShape& s, const float* q, const float* k, cons
         const float inv = 1.0f / l[r];
         float* o = out + ((b * T + i0 + r) * H + h) * hd;
         for (int64_t x = 0; x < hd; ++x) o[x] = O[r * hdp + x] * inv;
-        lse[(b * H + h) * T + i0 + r] = (m[r] + log2f(l[r])) * kLn2F;
+        lse[(b * H + h) * T + i0 + r] = (m[r] + vlog2(l[r])) * kLn2F;
       }
     }
   }

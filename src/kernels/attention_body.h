@@ -21,6 +21,8 @@
 // Cost (hd 64, see bench/results/attention_loss.md): ~80-85% of the forward's time and ~85-90%
 //   of the backward's is in micro() (near the FMA peak on AVX2); the backward does 5 tile
 //   products per tile pair (S recomputed) where the FLOP convention credits 4.
+// Same bits on every ISA (docs/invariance.md): each output element's sums run over p in order
+//   (micro's fmadd), the softmax runs per query lane, 2^x is simd.h's vexp2 and the log vlog2.
 // Backward: task = (b, kv head): for each query head of the group, for each key tile j, for each
 //   query tile i that can see it: S = Q K^T, P = 2^(S c - lse_2), dV_j += P^T dO, dP = dO V^T,
 //   dS = P (dP - D) scale, dK_j += dS^T Q, dQ_i += dS K. Every output row is owned by one task
@@ -59,26 +61,6 @@ constexpr float kLog2eF = 1.4426950408889634f;
 constexpr float kLn2F = 0.6931471805599453f;
 
 
-// 2^x for the softmax arguments (x <= 0 up to rounding; -inf for masked entries).
-// AVX2: a degree-6 polynomial for 2^f, f in [-0.5, 0.5] (coefficients fitted here for relative
-// error, c0 = 1 so 2^0 = 1 exactly; ~9e-8 relative in fp32, as simd.h's degree-7 vexp2), and no
-// compare + mask: x is clamped to [-127, 126], and n = -127 puts 0 in the exponent field of
-// ldexp127's AVX2 2^n, so 2^x = +0 for x < -126.5 (-inf included); [-126.5, -126) gives a
-// ~1e-38 instead of vexp2's 0. One FMA and two other ops fewer per vector than vexp2 on Zen 2's
-// two FMA pipes. Other ISAs: vexp2 unchanged.
-#if OLMO_SIMD_BYTES == 32
-inline Vec::R attn_exp2(Vec::R x) {
-  const Vec::R xc = Vec::min(Vec::max(x, Vec::set1(-127.0f)), Vec::set1(126.0f));
-  const Vec::R n = Vec::round(xc);
-  const Vec::R f = Vec::sub(xc, n);
-  static constexpr float c[] = {1.5366438310593367e-04f, 1.339693902991712e-03f,
-                                9.618370793759823e-03f,  5.550336837768555e-02f,
-                                2.4022649228572845e-01f, 6.931471824645996e-01f, 1.0f};
-  return Vec::ldexp127(vpoly(f, c), n);
-}
-#else
-inline Vec::R attn_exp2(Vec::R x) { return vexp2(x); }
-#endif
 
 // Tile buffers: per-thread slots of kernels/scratch.h, reused by every call on the thread (no page
 // faults in the steady state; bounded by the largest call: ~8 * T * hd floats per thread for
@@ -306,10 +288,10 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
           // Columns with nothing visible yet keep mnew = -inf; the finite stand-in makes their
           // p = 2^-inf = 0 and alpha = 0 instead of NaN.
           const Vec::R nm = Vec::sub(Vec::zero(), Vec::max(mnew, lowest));
-          const Vec::R a = attn_exp2(Vec::add(mold, nm));
+          const Vec::R a = vexp2(Vec::add(mold, nm));
           Vec::R sum = Vec::zero();
           for (int64_t r = 0; r < kBc; ++r) {
-            const Vec::R p = attn_exp2(Vec::fmadd(Vec::load(St + r * kBr + x), cv, nm));
+            const Vec::R p = vexp2(Vec::fmadd(Vec::load(St + r * kBr + x), cv, nm));
             Vec::store(St + r * kBr + x, p);
             sum = Vec::add(sum, p);
           }
@@ -330,7 +312,7 @@ void attention_fwd_tiled(const AttnShape& s, const float* q, const float* k, con
         const float inv = 1.0f / l[r];
         float* o = out + ((b * T + i0 + r) * H + h) * hd;
         for (int64_t x = 0; x < hd; ++x) o[x] = O[r * hdp + x] * inv;
-        lse[(b * H + h) * T + i0 + r] = (m[r] + log2f(l[r])) * kLn2F;
+        lse[(b * H + h) * T + i0 + r] = (m[r] + vlog2(l[r])) * kLn2F;
       }
     }
   }
@@ -408,7 +390,7 @@ void attention_bwd_tiled(const AttnShape& s, const float* q, const float* k, con
             const Vec::R nl = Vec::set1(-L2[i0 + r]);
             for (int64_t x = 0; x < kBc; x += W)
               Vec::store(P + r * kBc + x,
-                         attn_exp2(Vec::fmadd(Vec::load(P + r * kBc + x), cv, nl)));
+                         vexp2(Vec::fmadd(Vec::load(P + r * kBc + x), cv, nl)));
           }
           tile_gemm(kBc, hdp, rows, P, 1, kBc, dop + i0 * hdp, hdp, dvb + j0 * hdp, hdp, true,
                     edge ? &kp_ : nullptr);

@@ -11,7 +11,7 @@
   void add(float* out, const float* a, const float* b, int64_t i0, int64_t i1);               \
   void axpy(float* y, float a, const float* x, int64_t i0, int64_t i1);                        \
   void scale_inplace(float* y, float a, int64_t i0, int64_t i1);                               \
-  /* sum of squares, accumulated in double per vector lane (two accumulators). */             \
+  /* sum of squares in 16 double lanes, fixed tree (ISA-invariant). */                        \
   double sum_squares(const float* x, int64_t i0, int64_t i1);
 
 namespace olmo::kernels {
@@ -51,11 +51,18 @@ void scale_inplace(float* y, float a, int64_t i0, int64_t i1) {
   if (i < i1) Vec::store_n(y + i, Vec::mul(va, Vec::load_n(y + i, i1 - i)), i1 - i);
 }
 
+// 16 lanes of double (element i0 + i into lane i % 16; the products of two floats are exact in
+// double), closed by V16's tree: the same bits on every ISA. The compiler vectorises the lanes.
 double sum_squares(const float* x, int64_t i0, int64_t i1) {
-  constexpr int W = Vec::W;
-  Vec::D lo = Vec::zero_d(), hi = Vec::zero_d();
-  for (int64_t i = i0; i < i1; i += W) Vec::sq_acc_d(Vec::load_n(x + i, i1 - i), lo, hi);
-  return Vec::hsum_d(lo, hi);
+  double a[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = i0;
+  for (; i + 16 <= i1; i += 16)
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; ++l) a[l] += double(x[i + l]) * double(x[i + l]);
+  for (int l = 0; i + l < i1; ++l) a[l] += double(x[i + l]) * double(x[i + l]);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] = a[l] + a[l + w];
+  return a[0];
 }
 
 }  // namespace OLMO_ISA_NS

@@ -1,4 +1,5 @@
-// oneDNN-backed gemm() / gemm_bf16() and their references. Primitives are created once per
+// gemm() (gemm_micro for every call), gemm_bf16() (oneDNN, for now: gemm.h), the oneDNN-backed
+// counterparts for benchmarks (gemm_onednn / gemm_bf16_onednn) and the references. Primitives are created once per
 // (input type, ta, tb, M, N, K, lds, alpha, beta != 0) and cached; oneDNN's own primitive cache
 // would also work, but keeping the primitive object avoids re-hashing descriptors on every call.
 // Where oneDNN has no bf16 matmul for this CPU (Debian's oneDNN on an AVX2-only part, say),
@@ -147,17 +148,16 @@ void run_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, con
 
 }  // namespace
 
-bool gemm_routes_to_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K) {
-  return active_isa() == Isa::avx2 && ta && !tb && M >= 3072 && N <= 1024;  // gemm.h's rule
-}
-
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
   OLMO_PROFILE_SHAPE("gemm", M, N, K, 2.0 * double(M) * double(N) * double(K));
-  if (gemm_routes_to_micro(ta, tb, M, N, K))
-    gemm_micro(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
-  else
-    run(false, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+  gemm_micro(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+}
+
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
+               const bf16_t* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
+  OLMO_PROFILE_SHAPE("gemm_bf16", M, N, K, 2.0 * double(M) * double(N) * double(K));
+  run(true, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
 }
 
 void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -165,9 +165,9 @@ void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   run(false, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
 }
 
-void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
-               const bf16_t* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
-  OLMO_PROFILE_SHAPE("gemm_bf16", M, N, K, 2.0 * double(M) * double(N) * double(K));
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda,
+                      int64_t ldb, int64_t ldc) {
   run(true, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
 }
 
@@ -190,8 +190,7 @@ std::string gemm_impl(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t
 
 GemmProbe probe_gemm_precisions(int64_t M, int64_t N, int64_t K, int reps) {
   OLMO_CHECK(M > 0 && N > 0 && K > 0 && reps > 0, "probe_gemm_precisions: bad shape");
-  GemmProbe r{M, N, K, 0, 0, gemm_impl(false, false, true, M, N, K),
-              gemm_impl(true, false, true, M, N, K)};
+  GemmProbe r{M, N, K, 0, 0, "gemm_micro", gemm_impl(true, false, true, M, N, K)};
   std::vector<float> x(size_t(M * K)), w(size_t(N * K)), y(size_t(M * N));
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 17) - 8) * 0.01f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 13) - 6) * 0.01f;

@@ -1,6 +1,10 @@
-// GEMM for every linear layer, through oneDNN's matmul primitive (the brgemm AVX-512 kernels;
-// primitives cached per shape) or, for the shapes of gemm_routes_to_micro below, our own
-// gemm_micro (gemm_micro.h), plus slow references for tests. Two input precisions:
+// GEMM for every linear layer. fp32: our own gemm_micro (gemm_micro.h) for every call, so the
+// bits of every fp32 training GEMM depend only on its inputs and the constant kc -- never on the
+// ISA (scalar / AVX2 / AVX-512), the thread count or the detected cache sizes
+// (docs/invariance.md); oneDNN's fp32 matmul is kept only as gemm_onednn, which no bit of a
+// training run depends on (benchmarks and tests compare against it). bf16: oneDNN's matmul
+// (gemm_bf16 = gemm_bf16_onednn; gemm_micro_bf16 is the invariant alternative). Plus slow
+// references for tests. Two input precisions:
 //   gemm       fp32 x fp32 -> fp32
 //   gemm_bf16  bf16 x bf16 -> fp32 (products exact in fp32, fp32 accumulation; beta = 1 adds
 //              into an fp32 C: how bf16_mixed accumulates weight gradients)
@@ -27,34 +31,22 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
           const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
           int64_t ldc = 0);
 
-// Same contract with bf16 A and B (bf16.h). Runs on any CPU: where oneDNN has no bf16 matmul
-// (AVX2-only parts) A and B are widened to fp32 (exact) and the fp32 matmul runs, with the same
-// products and fp32 accumulation, slower than gemm(). The model picks the bf16 path only where
-// cpu_has_bf16() (or OLMO_BF16=emulate, bf16.h).
+// Same contract with bf16 A and B (bf16.h), through oneDNN: its bits depend on the CPU (native
+// AVX512_BF16 or the widened fp32 matmul) -- gemm_micro_bf16 (gemm_micro.h) does not.
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
                const bf16_t* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                int64_t ldc = 0);
 
-// gemm() always through oneDNN, never gemm_micro (benchmarks and tests compare the two).
+// The same contracts through oneDNN's matmul (primitives cached per shape; where oneDNN has no
+// bf16 matmul for this CPU, A and B are widened to fp32 and its fp32 matmul runs). Its
+// summation order depends on the ISA oneDNN picks and on the detected cache sizes: for
+// benchmarks and tests only, never on the training path.
 void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                  const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                  int64_t ldc = 0);
-
-// Whether gemm() sends this fp32 call to gemm_micro (gemm_micro.h) instead of oneDNN. A static
-// rule on the active ISA and the shape class (no timing), so every rank of a distributed run
-// picks the same kernel:
-//   active_isa() == avx2  &&  ta && !tb  &&  M >= 3072  &&  N <= 1024
-// i.e. on AVX2 parts a weight gradient dW += dy^T x with many rows and few columns: in
-// olmo3-190m the MLP's gate / up dW (3072 x 768) and the LM head's (100352 x 768). Measured on
-// Zen 2, 1 thread, alternated best-of-3 CPU time (bench/results/gemm_shapes.md, "Zen 2 (AVX2)"),
-// gemm_micro vs oneDNN's gemm:jit: 3072x768x2048 x1.07, 6144x768x2048 x1.08, 100352x768x416
-// x1.12 (160 / 1024 rows: x1.15 / x1.09); through gemm() the 190m MLP dW went from 84.6% to
-// 91.2% of the fp32 peak, the LM-head dW from 80.7% to 90.2%. Outside the rule gemm_micro ties
-// or loses: 2304x768x2048 x1.00, 768x3072x2048 x0.95-x0.99, 768x768x2048 x0.99, the 7B dW
-// 4096x4096 / 11008x4096 / 4096x11008 x0.99-x1.01, the 7B LM head 100352x4096x416 x1.03 (under
-// the 5% bar), every forward / backward-data shape x0.94-x1.02. N between 768 and 4096 is not
-// measured. AVX-512 and the scalar level: always oneDNN (not measured against it there).
-bool gemm_routes_to_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K);
+void gemm_bf16_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                      const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda = 0,
+                      int64_t ldb = 0, int64_t ldc = 0);
 
 // References: triple loop with double accumulation. Same contracts.
 void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
@@ -67,7 +59,7 @@ void gemm_bf16_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alph
 // oneDNN's implementation name for a tight-layout shape ("brg:avx512_core_bf16", ...).
 std::string gemm_impl(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K);
 
-// Start-up probe for `precision: auto`: best-of-`reps` GFLOP/s of the fp32 and the bf16 GEMM
+// Start-up probe for `precision: auto`: best-of-`reps` GFLOP/s of gemm() and gemm_bf16()
 // at one forward shape Y[M,N] = X[M,K] W[N,K]^T (default: 2048 tokens, d_model 768 -> 2048,
 // an olmo3-190m MLP projection), after one untimed call each. ~0.1 s on 2 cores.
 struct GemmProbe {

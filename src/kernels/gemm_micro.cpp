@@ -1,5 +1,6 @@
-// gemm_micro's public entry (contract in gemm_micro.h): the loop nest over kc / nc / mc blocks,
-// packing, threads and ISA dispatch. The tile and the packing loops are gemm_micro_body.h (its
+// gemm_micro's public entries (contract in gemm_micro.h): the loop nest over kc / nc / mc blocks,
+// packing, threads and ISA dispatch, one driver for fp32 and bf16 inputs. The tile and the
+// packing loops are gemm_micro_body.h (its
 // scalar copy is compiled here).
 #include "kernels/gemm_micro.h"
 
@@ -21,15 +22,17 @@ constexpr int64_t kMR = 6;
 
 int64_t gemm_micro_nr() { return OLMO_DISPATCH(micro_nr)(); }
 
-void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc,
-                const GemmMicroBlocking& blk) {
+namespace {
+// The driver for both input types: T = float (micro_pack_*) or bf16_t (micro_pack_*_bf16,
+// widened while packed); the tiles see fp32 either way.
+template <class In, class PackA, class PackB>
+void drive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const In* A,
+           const In* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc,
+           const GemmMicroBlocking& blk, PackA pack_a, PackB pack_b) {
   OLMO_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm_micro: negative size");
   OLMO_CHECK(blk.kc > 0 && blk.mc > 0 && blk.nc > 0, "gemm_micro: bad blocking");
   if (gemm_args_done(ta, tb, M, N, K, beta, C, lda, ldb, ldc)) return;
   const int64_t NR = gemm_micro_nr();
-  const auto pack_a = OLMO_DISPATCH(micro_pack_a);
-  const auto pack_b = OLMO_DISPATCH(micro_pack_b);
   const auto macro = OLMO_DISPATCH(micro_macro);
   const int64_t kc = std::min(blk.kc, K);
   const int64_t mc = (std::min(blk.mc, M) + kMR - 1) / kMR * kMR;
@@ -63,6 +66,21 @@ void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
       }
     }
   }
+}
+}  // namespace
+
+void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc,
+                const GemmMicroBlocking& blk) {
+  drive(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, blk, OLMO_DISPATCH(micro_pack_a),
+        OLMO_DISPATCH(micro_pack_b));
+}
+
+void gemm_micro_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                     const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda,
+                     int64_t ldb, int64_t ldc, const GemmMicroBlocking& blk) {
+  drive(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, blk,
+        OLMO_DISPATCH(micro_pack_a_bf16), OLMO_DISPATCH(micro_pack_b_bf16));
 }
 
 }  // namespace olmo::kernels

@@ -5,19 +5,22 @@
 //   C[M,N] = alpha * op(A) @ op(B) + beta * C   (row-major; ta / tb / ld* as in gemm.h,
 //                                               ld* = 0 means tight; beta == 0: C not read)
 //
-// Deterministic: each C element is summed over p in order within a kc block, and the kc blocks
-// are added into C in K order (one fmadd each), so the bits depend on kc only -- never on the
-// thread count, mc, nc or the tile an element falls in. Threads: OpenMP (the current team size;
+// Deterministic and ISA-invariant: each C element is summed over p in order within a kc block
+// (one fmadd per p, fused on every ISA: simd.h), and the kc blocks are added into C in K order
+// (one fmadd each), so the bits depend on kc only -- never on the ISA (scalar, AVX2, AVX-512
+// give the same bits), the thread count, mc, nc or the tile an element falls in. kc is the
+// constant below, never derived from the detected cache sizes. Threads: OpenMP (the current team size;
 // serial inside a parallel region), each thread a range of whole MR-row slivers of C; each kc x nc
 // B panel is packed by all threads together (two barriers per panel).
 // Cost: 2*M*N*K flops plus packing (A: M*K once per nc block of N; B: N*K once) and one C
 // read-modify-write per kc block (C's lines prefetched at the start of each tile). Memory: a
 // packed B panel (kc*nc floats, calling thread's scratch) and one packed A block per thread
 // (mc*kc floats), Scratch::gemm_pack_b / gemm_pack_a.
-// gemm() routes the shapes where this beats oneDNN (the rule is in gemm.h); it may be called
-// directly (tests, bench).
+// gemm() and gemm_bf16() run every call here (gemm.h); it may be called directly (tests, bench).
 #pragma once
 #include <cstdint>
+
+#include "kernels/bf16.h"
 
 namespace olmo::kernels {
 
@@ -31,6 +34,14 @@ struct GemmMicroBlocking {
 void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                 const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                 int64_t ldc = 0, const GemmMicroBlocking& blk = GemmMicroBlocking{});
+
+// Same contract with bf16 A and B, widened to fp32 (exactly) while packed: the bits of
+// gemm_micro on the widened matrices. Products of two bf16 are exact in fp32, so this is the
+// bf16 GEMM's result under fp32 accumulation in gemm_micro's order, on every ISA.
+void gemm_micro_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                     const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda = 0,
+                     int64_t ldb = 0, int64_t ldc = 0,
+                     const GemmMicroBlocking& blk = GemmMicroBlocking{});
 
 // Register tile of the active ISA's copy: MR = 6 rows, NR columns (16 on AVX2).
 int64_t gemm_micro_nr();

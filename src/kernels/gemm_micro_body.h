@@ -20,12 +20,17 @@
 #define OLMO_GEMM_MICRO_BODY_DECLS                                                              \
   /* Columns of the register tile (NR) of this ISA's copy. */                                   \
   int64_t micro_nr();                                                                           \
-  /* Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] (gemm.h's op) into the packed A layout. */        \
+  /* Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] (gemm.h's op) into the packed A layout; the      */ \
+  /* _bf16 copies read bf16 (uint16_t) and widen exactly.                                     */ \
   void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,  \
                     int64_t kc, float* Ap);                                                     \
+  void micro_pack_a_bf16(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc,      \
+                         int64_t p0, int64_t kc, float* Ap);                                    \
   /* Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into the packed B layout. */                       \
   void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,  \
                     int64_t nc, float* Bp);                                                     \
+  void micro_pack_b_bf16(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc,      \
+                         int64_t j0, int64_t nc, float* Bp);                                    \
   /* C[0:mc, 0:nc] (row stride ldc) = alpha * Ap Bp + (first ? beta * C : C); beta == 0 with */ \
   /* first: C is not read. */                                                                   \
   void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,        \
@@ -97,18 +102,32 @@ inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float*
 
 int64_t micro_nr() { return kGemmNR; }
 
-void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
-                  int64_t kc, float* Ap) {
+namespace {
+// Exact widening of a packed operand: fp32 as is, bf16 (uint16_t) by a 16-bit shift.
+inline float widen1(float x) { return x; }
+inline float widen1(uint16_t x) {
+  const uint32_t u = uint32_t(x) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+inline void widen_copy(float* d, const float* s, int64_t n) { memcpy(d, s, size_t(n) * 4); }
+inline void widen_copy(float* d, const uint16_t* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = widen1(s[i]);
+}
+
+template <class T>
+void pack_a(bool ta, const T* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            float* Ap) {
   const int64_t full = mc / kGemmMR;  // whole slivers
   if (ta && full > 0) {  // row by row: each row of A's block read in order (one stream)
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = A + (p0 + p) * lda + i0;
+      const T* src = A + (p0 + p) * lda + i0;
       for (int64_t s = 0; s < full; ++s)
-        memcpy(Ap + s * kGemmMR * kc + p * kGemmMR, src + s * kGemmMR, kGemmMR * sizeof(float));
+        widen_copy(Ap + s * kGemmMR * kc + p * kGemmMR, src + s * kGemmMR, kGemmMR);
     }
     if (full * kGemmMR == mc) return;
-    micro_pack_a(ta, A, lda, i0 + full * kGemmMR, mc - full * kGemmMR, p0, kc,
-                 Ap + full * kGemmMR * kc);
+    pack_a(ta, A, lda, i0 + full * kGemmMR, mc - full * kGemmMR, p0, kc, Ap + full * kGemmMR * kc);
     return;
   }
   for (int64_t s = 0; s * kGemmMR < mc; ++s) {
@@ -117,41 +136,38 @@ void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, 
     const int64_t m = mc - s * kGemmMR < kGemmMR ? mc - s * kGemmMR : kGemmMR;
     if (ta) {  // op(A)[i, p] = A[p * lda + i]: MR contiguous values per p
       for (int64_t p = 0; p < kc; ++p) {
-        const float* src = A + (p0 + p) * lda + r0;
-        for (int64_t r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = r < m ? src[r] : 0.0f;
+        const T* src = A + (p0 + p) * lda + r0;
+        for (int64_t r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = r < m ? widen1(src[r]) : 0.0f;
       }
     } else {  // op(A)[i, p] = A[i * lda + p]: MR row streams
       if (m == kGemmMR) {
-        const float* src[kGemmMR];
+        const T* src[kGemmMR];
         for (int r = 0; r < kGemmMR; ++r) src[r] = A + (r0 + r) * lda + p0;
         for (int64_t p = 0; p < kc; ++p)
 #pragma GCC unroll 6
-          for (int r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = src[r][p];
+          for (int r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = widen1(src[r][p]);
       } else {
         for (int64_t p = 0; p < kc; ++p)
           for (int64_t r = 0; r < kGemmMR; ++r)
-            dst[p * kGemmMR + r] = r < m ? A[(r0 + r) * lda + p0 + p] : 0.0f;
+            dst[p * kGemmMR + r] = r < m ? widen1(A[(r0 + r) * lda + p0 + p]) : 0.0f;
       }
     }
   }
 }
 
-void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
-                  int64_t nc, float* Bp) {
-  constexpr int W = Vec::W;
+template <class T>
+void pack_b(bool tb, const T* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            float* Bp) {
   const int64_t full = nc / kGemmNR;  // whole slivers
   if (!tb && full > 0) {  // row by row: B's rows are read in order (one stream per call)
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = B + (p0 + p) * ldb + j0;
+      const T* src = B + (p0 + p) * ldb + j0;
       for (int64_t s = 0; s < full; ++s) {
-        float* d = Bp + s * kGemmNR * kc + p * kGemmNR;
-        Vec::store(d, Vec::load(src + s * kGemmNR));
-        Vec::store(d + W, Vec::load(src + s * kGemmNR + W));
+        widen_copy(Bp + s * kGemmNR * kc + p * kGemmNR, src + s * kGemmNR, kGemmNR);
       }
     }
     if (full * kGemmNR == nc) return;
-    micro_pack_b(tb, B, ldb, p0, kc, j0 + full * kGemmNR, nc - full * kGemmNR,
-                 Bp + full * kGemmNR * kc);
+    pack_b(tb, B, ldb, p0, kc, j0 + full * kGemmNR, nc - full * kGemmNR, Bp + full * kGemmNR * kc);
     return;
   }
   for (int64_t s = 0; s * kGemmNR < nc; ++s) {
@@ -160,33 +176,51 @@ void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, 
     const int64_t n = nc - s * kGemmNR < kGemmNR ? nc - s * kGemmNR : kGemmNR;
     if (!tb) {  // op(B)[p, j] = B[p * ldb + j]: NR contiguous values per p
       for (int64_t p = 0; p < kc; ++p) {
-        const float* src = B + (p0 + p) * ldb + c0;
+        const T* src = B + (p0 + p) * ldb + c0;
         float* d = dst + p * kGemmNR;
         if (n == kGemmNR) {
-          Vec::store(d, Vec::load(src));
-          Vec::store(d + W, Vec::load(src + W));
+          widen_copy(d, src, kGemmNR);
         } else {
-          for (int64_t c = 0; c < kGemmNR; ++c) d[c] = c < n ? src[c] : 0.0f;
+          for (int64_t c = 0; c < kGemmNR; ++c) d[c] = c < n ? widen1(src[c]) : 0.0f;
         }
       }
     } else {  // op(B)[p, j] = B[j * ldb + p]: read along p, write with stride NR
       for (int64_t c = 0; c < kGemmNR; ++c) {
         if (c < n) {
-          const float* src = B + (c0 + c) * ldb + p0;
+          const T* src = B + (c0 + c) * ldb + p0;
           // the same span of the row one sliver ahead: short row segments defeat the hardware
           // prefetcher (B may be the LM head's 100352 x 768 weight, far out of cache)
           // (integer address arithmetic: past B's end for the last sliver; prefetches do not
           // fault)
-          const uintptr_t ahead = uintptr_t(src) + uintptr_t(kGemmNR * ldb) * sizeof(float);
-          for (int64_t p = 0; p < kc; p += 16)
-            __builtin_prefetch(reinterpret_cast<const void*>(ahead + uintptr_t(p) * 4), 0, 3);
-          for (int64_t p = 0; p < kc; ++p) dst[p * kGemmNR + c] = src[p];
+          const uintptr_t ahead = uintptr_t(src) + uintptr_t(kGemmNR * ldb) * sizeof(T);
+          for (int64_t p = 0; p < kc; p += 64 / int64_t(sizeof(T)))
+            __builtin_prefetch(reinterpret_cast<const void*>(ahead + uintptr_t(p) * sizeof(T)), 0, 3);
+          for (int64_t p = 0; p < kc; ++p) dst[p * kGemmNR + c] = widen1(src[p]);
         } else {
           for (int64_t p = 0; p < kc; ++p) dst[p * kGemmNR + c] = 0.0f;
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                  int64_t kc, float* Ap) {
+  pack_a(ta, A, lda, i0, mc, p0, kc, Ap);
+}
+void micro_pack_a_bf16(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc,
+                       int64_t p0, int64_t kc, float* Ap) {
+  pack_a(ta, A, lda, i0, mc, p0, kc, Ap);
+}
+void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                  int64_t nc, float* Bp) {
+  pack_b(tb, B, ldb, p0, kc, j0, nc, Bp);
+}
+void micro_pack_b_bf16(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc,
+                       int64_t j0, int64_t nc, float* Bp) {
+  pack_b(tb, B, ldb, p0, kc, j0, nc, Bp);
 }
 
 void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,

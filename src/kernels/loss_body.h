@@ -1,6 +1,7 @@
 // Internal: the per-row softmax pieces of the fused LM-head loss (loss.h), written once over
 // simd.h's Vec and stamped per ISA (loss.cpp: scalar; stamp_avx2.cpp, stamp_avx512.cpp).
-// Exponentials in base 2 (simd.h's vexp2): e^(z - c) = 2^(z log2e - c log2e).
+// Exponentials in base 2 (simd.h's vexp2): e^(z - c) = 2^(z log2e - c log2e); the row's sum and
+// max through V16 and its log through vlog: the same bits on every ISA.
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -18,42 +19,51 @@ OLMO_FOR_EACH_ISA(OLMO_LOSS_BODY_DECLS)
 
 namespace OLMO_ISA_NS {
 
+namespace {
+// 2^(x c + nb) lane by lane.
+inline V16 loss_e2(const V16& x, const V16& c, const V16& nb) {
+  V16 y = V16::fmadd(x, c, nb);
+#pragma GCC unroll 16
+  for (int i = 0; i < V16::N; ++i) y.r[i] = vexp2(y.r[i]);
+  return y;
+}
+}  // namespace
+
 float loss_row_lse(const float* z, int64_t V) {
-  constexpr int W = Vec::W;
   constexpr float kLog2e = 1.4426950408889634f;
-  const int64_t Vv = V / (4 * W) * (4 * W);
-  Vec::R m0 = Vec::set1(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
-  for (int64_t v = 0; v < Vv; v += 4 * W) {
-    m0 = Vec::max(m0, Vec::load(z + v));
-    m1 = Vec::max(m1, Vec::load(z + v + W));
-    m2 = Vec::max(m2, Vec::load(z + v + 2 * W));
-    m3 = Vec::max(m3, Vec::load(z + v + 3 * W));
+  // Two V16 accumulators over 32-element blocks, a last 16 (or partial, filled) into the first:
+  // the same order on every ISA (simd.h's V16).
+  V16 m0 = V16::set1(-INFINITY), m1 = m0;
+  int64_t v = 0;
+  for (; v + 32 <= V; v += 32) {
+    m0 = V16::max(m0, V16::load(z + v));
+    m1 = V16::max(m1, V16::load(z + v + 16));
   }
-  float m = Vec::hmax(Vec::max(Vec::max(m0, m1), Vec::max(m2, m3)));
-  for (int64_t v = Vv; v < V; ++v) m = z[v] > m ? z[v] : m;
+  for (; v < V; v += 16)
+    m0 = V16::max(m0, V - v >= 16 ? V16::load(z + v) : V16::load_fill(z + v, V - v, -INFINITY));
+  const float m = V16::hmax(V16::max(m0, m1));
   const float mb = m * kLog2e;
-  const Vec::R c = Vec::set1(kLog2e), nb = Vec::set1(-mb);
-  Vec::R s0 = Vec::zero(), s1 = s0, s2 = s0, s3 = s0;
-  for (int64_t v = 0; v < Vv; v += 4 * W) {
-    s0 = Vec::add(s0, vexp2(Vec::fmadd(Vec::load(z + v), c, nb)));
-    s1 = Vec::add(s1, vexp2(Vec::fmadd(Vec::load(z + v + W), c, nb)));
-    s2 = Vec::add(s2, vexp2(Vec::fmadd(Vec::load(z + v + 2 * W), c, nb)));
-    s3 = Vec::add(s3, vexp2(Vec::fmadd(Vec::load(z + v + 3 * W), c, nb)));
+  const V16 c = V16::set1(kLog2e), nb = V16::set1(-mb);
+  // 2^(z log2e - mb) per lane; filled tail lanes are -inf: 2^-inf = 0 adds nothing.
+  V16 s0 = V16::zero(), s1 = s0;
+  for (v = 0; v + 32 <= V; v += 32) {
+    s0 = V16::add(s0, loss_e2(V16::load(z + v), c, nb));
+    s1 = V16::add(s1, loss_e2(V16::load(z + v + 16), c, nb));
   }
-  float s = Vec::hsum(Vec::add(Vec::add(s0, s1), Vec::add(s2, s3)));
-  for (int64_t v = Vv; v < V; ++v) s += exp2f(z[v] * kLog2e - mb);
-  return m + logf(s);
+  for (; v < V; v += 16)
+    s0 = V16::add(s0, loss_e2(V - v >= 16 ? V16::load(z + v)
+                                          : V16::load_fill(z + v, V - v, -INFINITY), c, nb));
+  return m + vlog(V16::hsum(V16::add(s0, s1)));
 }
 
+// Lane-wise (no reduction): Vec with a masked tail.
 void loss_row_grad(float* z, int64_t V, float lse, float a) {
   constexpr int W = Vec::W;
   constexpr float kLog2e = 1.4426950408889634f;
-  const int64_t Vv = V / W * W;
   const float lb = lse * kLog2e;
   const Vec::R c = Vec::set1(kLog2e), nb = Vec::set1(-lb), av = Vec::set1(a);
-  for (int64_t v = 0; v < Vv; v += W)
-    Vec::store(z + v, Vec::mul(av, vexp2(Vec::fmadd(Vec::load(z + v), c, nb))));
-  for (int64_t v = Vv; v < V; ++v) z[v] = a * exp2f(z[v] * kLog2e - lb);
+  for (int64_t v = 0; v < V; v += W)
+    Vec::store_n(z + v, Vec::mul(av, vexp2(Vec::fmadd(Vec::load_n(z + v, V - v), c, nb))), V - v);
 }
 
 }  // namespace OLMO_ISA_NS

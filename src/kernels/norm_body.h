@@ -1,7 +1,9 @@
 // Internal: the RMSNorm row kernels (contract in norm.h), written once over simd.h's Vec and
 // stamped per ISA (norm.cpp: scalar; stamp_avx2.cpp, stamp_avx512.cpp). Each works on rows
 // [n0, n1) on the calling thread; norm.cpp splits rows over threads and reduces dw.
-// Sums of a row use 4 (forward) / 2 (backward) vector accumulators added in a fixed order.
+// Sums of a row use two V16 accumulators (simd.h: 16 virtual lanes; 32-element blocks, the
+// first 16 into a0, the next 16 into a1, a last partial block zero-filled into a0) closed by
+// V16's fixed tree: the same bits on every ISA.
 #pragma once
 #include <stdint.h>
 
@@ -28,21 +30,18 @@ void rmsnorm_fwd_rows(const float* x, const float* w, float* y, float* rstd, int
   constexpr int W = Vec::W;
   for (int64_t n = n0; n < n1; ++n) {
     const float* xr = x + n * D;
-    Vec::R a0 = Vec::zero(), a1 = Vec::zero(), a2 = Vec::zero(), a3 = Vec::zero();
+    V16 a0 = V16::zero(), a1 = V16::zero();
     int64_t d = 0;
-    for (; d + 4 * W <= D; d += 4 * W) {
-      const Vec::R v0 = Vec::load(xr + d), v1 = Vec::load(xr + d + W);
-      const Vec::R v2 = Vec::load(xr + d + 2 * W), v3 = Vec::load(xr + d + 3 * W);
-      a0 = Vec::fmadd(v0, v0, a0);
-      a1 = Vec::fmadd(v1, v1, a1);
-      a2 = Vec::fmadd(v2, v2, a2);
-      a3 = Vec::fmadd(v3, v3, a3);
+    for (; d + 32 <= D; d += 32) {
+      const V16 v0 = V16::load(xr + d), v1 = V16::load(xr + d + 16);
+      a0 = V16::fmadd(v0, v0, a0);
+      a1 = V16::fmadd(v1, v1, a1);
     }
-    for (; d < D; d += W) {
-      const Vec::R v = Vec::load_n(xr + d, D - d);
-      a0 = Vec::fmadd(v, v, a0);
+    for (; d < D; d += 16) {
+      const V16 v = D - d >= 16 ? V16::load(xr + d) : V16::load_fill(xr + d, D - d, 0.0f);
+      a0 = V16::fmadd(v, v, a0);
     }
-    const float ss = Vec::hsum(Vec::add(Vec::add(a0, a1), Vec::add(a2, a3)));
+    const float ss = V16::hsum(V16::add(a0, a1));
     const float r = 1.0f / __builtin_sqrtf(ss / float(D) + eps);
     rstd[n] = r;
     const Vec::R vr = Vec::set1(r);
@@ -62,22 +61,24 @@ void rmsnorm_bwd_rows(const float* dy, const float* x, const float* w, const flo
     const float* xr = x + n * D;
     const float* g = dy + n * D;
     const float r = rstd[n];
-    Vec::R a0 = Vec::zero(), a1 = Vec::zero();  // sum_d w * dy * x
+    V16 a0 = V16::zero(), a1 = V16::zero();  // sum_d w * dy * x
     int64_t d = 0;
-    for (; d + 2 * W <= D; d += 2 * W) {
-      const Vec::R g0 = Vec::mul(Vec::load(w + d), Vec::load(g + d));
-      const Vec::R g1 = Vec::mul(Vec::load(w + d + W), Vec::load(g + d + W));
-      a0 = Vec::fmadd(g0, Vec::load(xr + d), a0);
-      a1 = Vec::fmadd(g1, Vec::load(xr + d + W), a1);
+    for (; d + 32 <= D; d += 32) {
+      const V16 g0 = V16::mul(V16::load(w + d), V16::load(g + d));
+      const V16 g1 = V16::mul(V16::load(w + d + 16), V16::load(g + d + 16));
+      a0 = V16::fmadd(g0, V16::load(xr + d), a0);
+      a1 = V16::fmadd(g1, V16::load(xr + d + 16), a1);
     }
-    for (; d < D; d += W) {
-      const Vec::R g0 = Vec::mul(Vec::load_n(w + d, D - d), Vec::load_n(g + d, D - d));
-      a0 = Vec::fmadd(g0, Vec::load_n(xr + d, D - d), a0);
+    for (; d < D; d += 16) {
+      const int64_t m = D - d;
+      const V16 g0 = m >= 16 ? V16::mul(V16::load(w + d), V16::load(g + d))
+                             : V16::mul(V16::load_fill(w + d, m, 0.0f), V16::load_fill(g + d, m, 0.0f));
+      a0 = V16::fmadd(g0, m >= 16 ? V16::load(xr + d) : V16::load_fill(xr + d, m, 0.0f), a0);
     }
-    const float dot = Vec::hsum(Vec::add(a0, a1));
+    const float dot = V16::hsum(V16::add(a0, a1));
     const Vec::R vc = Vec::set1(r * r * r * dot / float(D)), vr = Vec::set1(r);
     float* dxr = dx + n * D;
-    for (d = 0; d < D; d += W) {
+    for (int64_t d = 0; d < D; d += W) {
       const int64_t m = D - d;  // lanes left (>= W: a full vector)
       const Vec::R vx = Vec::load_n(xr + d, m), vg = Vec::load_n(g + d, m);
       const Vec::R vw = Vec::load_n(w + d, m), p = Vec::load_n(dw_part + d, m);

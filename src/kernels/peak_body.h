@@ -34,7 +34,7 @@ double fma_peak_loop(int64_t iters, float* sink) {
   Vec::R s = a[0];
 #pragma GCC unroll 24
   for (int k = 1; k < kAcc; ++k) s = Vec::add(s, a[k]);
-  *sink += Vec::hsum(s);
+  *sink += Vec::hsum_w(s);
   return double(iters) * kAcc * Vec::W * 2;
 }
 

@@ -1,9 +1,8 @@
 // Internal: the RoPE rotation of the heads of one token (contract in rope.h), written once over
 // simd.h's Vec and stamped per ISA (rope.cpp: scalar; stamp_avx2.cpp, stamp_avx512.cpp).
-// Written as separate multiplies, then add/sub, like torch's q*cos + rotate_half(q)*sin. The
-// scalar copy rounds exactly so; on the FMA ISAs GCC's default -ffp-contract=fast fuses one
-// product of each output into an FMA (one rounding fewer, within 1 ulp of torch). Tail lanes
-// (hd/2 not a multiple of W) are masked.
+// Written as separate multiplies, then add/sub, like torch's q*cos + rotate_half(q)*sin, and
+// rounded so on every ISA (-ffp-contract=off: no fusing). Tail lanes (hd/2 not a multiple of W)
+// are masked.
 #pragma once
 #include <stdint.h>
 

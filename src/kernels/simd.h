@@ -7,26 +7,37 @@
 //   otherwise (baseline)   -> Vec:  1 float (plain), OLMO_ISA_NS isa_scalar, 16-byte int vectors
 // A body is compiled three times: once in its public .cpp (baseline flags: the isa_scalar copy)
 // and once in each of stamp_avx2.cpp / stamp_avx512.cpp (CMake gives files ending _avx2.cpp /
-// _avx512.cpp those flags). Everything a body defines lives in namespace OLMO_ISA_NS (so the
-// copies have different mangled names) and Vec has internal linkage: the linker can never merge
-// an AVX-512 copy into baseline code. Bodies therefore use only <math.h>/<stdint.h>/<string.h>
-// functions and builtins, never std:: templates or inline functions of other headers.
-// The public .cpp picks a copy at run time with OLMO_DISPATCH (kernels/dispatch.h).
+// _avx512.cpp those flags, and -ffp-contract=off). Everything a body defines lives in namespace
+// OLMO_ISA_NS (so the copies have different mangled names) and Vec has internal linkage: the
+// linker can never merge an AVX-512 copy into baseline code. Bodies therefore use only
+// <math.h>/<stdint.h>/<string.h> functions and builtins, never std:: templates or inline
+// functions of other headers. The public .cpp picks a copy at run time with OLMO_DISPATCH
+// (kernels/dispatch.h).
+//
+// Same bits on every ISA (docs/invariance.md): every Vec operation is one IEEE operation per
+// lane with one rounding, identical in the three copies -- fmadd / fmsub / fnmadd are fused on
+// every ISA (the scalar copy calls fmaf, correctly rounded wherever it runs), the compiler never
+// contracts a*b+c on its own (-ffp-contract=off; the baseline has no FMA instruction), and the
+// transcendental functions below are written once over Vec (no libm). A body's result is
+// therefore independent of the ISA as long as every output element sees the same sequence of
+// operations: lane-wise code is, and reductions across lanes go through V16 (16 virtual lanes,
+// fixed tree) instead of Vec::W-dependent accumulators.
 //
 // Vec: zero, set1, load/store (unaligned), load_n/store_n (first n lanes, n >= 1; the rest
 // read as 0 and not written), add, sub, mul, div, fmadd (a*b+c, one rounding), fmsub (a*b-c),
 // fnmadd (c-a*b), min, max, round (to nearest even), ldexp(p, k) (p * 2^k, k integral in
 // [-126, 128]), ldexp127(p, k) (the same for k in [-126, 127]; fewer ops on AVX2),
-// lt_zero(x, lim, v) (v, 0 where x < lim), hsum/hmax (fixed lane order), opaque(r) (the
-// optimiser must assume r changed: keeps register loops honest), and sq_acc_d(v, lo, hi) /
-// hsum_d(lo, hi): v^2 accumulated in double per lane; AVX2 only: transpose8 (an 8 x 8 block).
-// After the structs: exp(x) (Cephes, within ~2 ulp of expf) and exp2(x) (for x <= 0, relative
-// error ~2e-7, exactly 0 below -126), written once over Vec for the vector ISAs; the scalar Vec
-// uses expf / exp2f.
+// lt_zero(x, lim, v) (v, 0 where x < lim), hmax (any order: max is exact), opaque(r) (the
+// optimiser must assume r changed: keeps register loops honest); AVX2 only: transpose8 (an
+// 8 x 8 block). Lane-count-dependent horizontal sums (peak_body.h only) use hsum_w.
+// After the structs: V16 and exp(x) (Cephes, within ~2 ulp of expf), exp2(x) (for x <= 0,
+// relative error ~2e-7, exactly 0 below -126) and log2(x) (scalar, x > 0), written once for
+// every ISA.
 #pragma once
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 // GCC 12 warns falsely about _mm512_undefined_ps() inside its own intrinsics headers.
@@ -58,7 +69,6 @@ namespace {
 #if defined(__AVX512F__)
 struct Vec {
   using R = __m512;
-  using D = __m512d;
   static constexpr int W = 16;
   static __mmask16 mask(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u); }
   static R zero() { return _mm512_setzero_ps(); }
@@ -82,22 +92,13 @@ struct Vec {
   static R lt_zero(R x, R lim, R v) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~_mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ)), v);
   }
-  static float hsum(R a) { return _mm512_reduce_add_ps(a); }
+  static float hsum_w(R a) { return _mm512_reduce_add_ps(a); }
   static float hmax(R a) { return _mm512_reduce_max_ps(a); }
   static void opaque(R& a) { __asm__ volatile("" : "+v"(a)); }
-  static D zero_d() { return _mm512_setzero_pd(); }
-  static void sq_acc_d(R v, D& lo, D& hi) {
-    const D l = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const D h = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    lo = _mm512_fmadd_pd(l, l, lo);
-    hi = _mm512_fmadd_pd(h, h, hi);
-  }
-  static double hsum_d(D lo, D hi) { return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi)); }
 };
 #elif defined(__AVX2__) && defined(__FMA__)
 struct Vec {
   using R = __m256;
-  using D = __m256d;
   static constexpr int W = 8;
   static __m256i mask(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n >= 8 ? 8 : int(n)),
@@ -135,7 +136,7 @@ struct Vec {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
   }
   static R lt_zero(R x, R lim, R v) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ), v); }
-  static float hsum(R a) {
+  static float hsum_w(R a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
@@ -168,23 +169,10 @@ struct Vec {
     }
   }
   static void opaque(R& a) { __asm__ volatile("" : "+x"(a)); }
-  static D zero_d() { return _mm256_setzero_pd(); }
-  static void sq_acc_d(R v, D& lo, D& hi) {
-    const D l = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
-    const D h = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-    lo = _mm256_fmadd_pd(l, l, lo);
-    hi = _mm256_fmadd_pd(h, h, hi);
-  }
-  static double hsum_d(D lo, D hi) {
-    const D s = _mm256_add_pd(lo, hi);
-    const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-  }
 };
 #else
 struct Vec {
   using R = float;
-  using D = double;
   static constexpr int W = 1;
   static R zero() { return 0.0f; }
   static R set1(float a) { return a; }
@@ -196,29 +184,26 @@ struct Vec {
   static R sub(R a, R b) { return a - b; }
   static R mul(R a, R b) { return a * b; }
   static R div(R a, R b) { return a / b; }
-  // The baseline ISA has no FMA instruction: two roundings here.
-  static R fmadd(R a, R b, R c) { return a * b + c; }
-  static R fmsub(R a, R b, R c) { return a * b - c; }
-  static R fnmadd(R a, R b, R c) { return c - a * b; }
+  // One rounding, as the FMA instructions of the other copies: fmaf (the instruction where
+  // the CPU has it, glibc's correctly rounded software fma where it does not).
+  static R fmadd(R a, R b, R c) { return __builtin_fmaf(a, b, c); }
+  static R fmsub(R a, R b, R c) { return __builtin_fmaf(a, b, -c); }
+  static R fnmadd(R a, R b, R c) { return __builtin_fmaf(-a, b, c); }
   static R min(R a, R b) { return a < b ? a : b; }
   static R max(R a, R b) { return a > b ? a : b; }
   static R round(R a) { return nearbyintf(a); }
   static R ldexp(R p, R k) { return ldexpf(p, int(k)); }
   static R ldexp127(R p, R k) { return ldexpf(p, int(k)); }
   static R lt_zero(R x, R lim, R v) { return x < lim ? 0.0f : v; }
-  static float hsum(R a) { return a; }
+  static float hsum_w(R a) { return a; }
   static float hmax(R a) { return a; }
   static void opaque(R& a) { __asm__ volatile("" : "+m"(a)); }
-  static D zero_d() { return 0.0; }
-  static void sq_acc_d(R v, D& lo, D&) { lo += double(v) * double(v); }
-  static double hsum_d(D lo, D hi) { return lo + hi; }
 };
 #endif
 
-#if OLMO_SIMD_BYTES > 16
 // c[0] f^(N-1) + c[1] f^(N-2) + ... + c[N-1] by Horner's rule: N-1 fused multiply-adds, highest
-// degree first (one rounding each). The one polynomial evaluation of the exp functions below and
-// of a kernel's own variants (attention_body.h's attn_exp2). c must be a constant array.
+// degree first (one rounding each). The one polynomial evaluation of the exp functions below.
+// c must be a constant array.
 template <size_t N>
 inline Vec::R vpoly(Vec::R f, const float (&c)[N]) {
   Vec::R p = Vec::set1(c[0]);
@@ -256,9 +241,108 @@ inline Vec::R vexp2(Vec::R x) {
   const Vec::R p = vpoly(f, c);
   return Vec::lt_zero(x, lim, Vec::ldexp127(p, n));
 }
-#else
-inline float vexp(float x) { return expf(x); }
-inline float vexp2(float x) { return x < -126.0f ? 0.0f : exp2f(x > 126.0f ? 126.0f : x); }
-#endif
+
+
+// V16: 16 virtual fp32 lanes -- one zmm, two ymm or 16 floats -- for every reduction across
+// elements. Element i of a run summed with V16 always lands in lane i % 16, each lane is
+// accumulated in element order, and hsum / hmax close the 16 lanes with one fixed tree
+// (t[l] = x[l] + x[l + 8], then + 4, + 2, + 1): the same operations in the same order on every
+// ISA, so the same bits. Cost: as Vec (N = 16 / W registers per V16).
+struct V16 {
+  static constexpr int N = 16 / Vec::W;
+  Vec::R r[N];
+  static V16 zero() { return set1(0.0f); }
+  static V16 set1(float a) {
+    V16 v;
+#pragma GCC unroll 16
+    for (int i = 0; i < N; ++i) v.r[i] = Vec::set1(a);
+    return v;
+  }
+  static V16 load(const float* p) {
+    V16 v;
+#pragma GCC unroll 16
+    for (int i = 0; i < N; ++i) v.r[i] = Vec::load(p + i * Vec::W);
+    return v;
+  }
+  // The first n (< 16) lanes from p, the rest `fill`.
+  static V16 load_fill(const float* p, int64_t n, float fill) {
+    float t[16];
+    for (int64_t l = 0; l < 16; ++l) t[l] = l < n ? p[l] : fill;
+    return load(t);
+  }
+  void store(float* p) const {
+#pragma GCC unroll 16
+    for (int i = 0; i < N; ++i) Vec::store(p + i * Vec::W, r[i]);
+  }
+#define OLMO_V16_OP2(name)                                  \
+  static V16 name(const V16& a, const V16& b) {             \
+    V16 v;                                                  \
+    _Pragma("GCC unroll 16") for (int i = 0; i < N; ++i) v.r[i] = Vec::name(a.r[i], b.r[i]); \
+    return v;                                               \
+  }
+  OLMO_V16_OP2(add)
+  OLMO_V16_OP2(sub)
+  OLMO_V16_OP2(mul)
+  OLMO_V16_OP2(max)
+#undef OLMO_V16_OP2
+  static V16 fmadd(const V16& a, const V16& b, const V16& c) {
+    V16 v;
+#pragma GCC unroll 16
+    for (int i = 0; i < N; ++i) v.r[i] = Vec::fmadd(a.r[i], b.r[i], c.r[i]);
+    return v;
+  }
+  static float hsum(const V16& a) {
+    float t[16];
+    a.store(t);
+    for (int w = 8; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) t[l] = t[l] + t[l + w];
+    return t[0];
+  }
+  static float hmax(const V16& a) {
+    float t[16];
+    a.store(t);
+    for (int w = 8; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) t[l] = t[l] > t[l + w] ? t[l] : t[l + w];
+    return t[0];
+  }
+};
+
+// log2(x) and ln(x) of one float (a row's softmax sum: called once per row), in double with
+// IEEE operations only (the same on every ISA and machine), then rounded once: x = 2^e m,
+// m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(t), t = (m - 1) / (m + 1), |t| <= 0.1716, series to
+// t^17 (truncation < 1e-14 relative). 0 -> -inf, +inf -> +inf, negative or NaN -> NaN.
+inline double vlog_d(float x, double* e_out) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  int e = 0;
+  if (u < 0x00800000u) {  // denormal: scale into the normal range (exact)
+    x *= 8388608.0f;
+    memcpy(&u, &x, 4);
+    e = -23;
+  }
+  e += int(u >> 23) - 127;
+  u = (u & 0x007fffffu) | 0x3f800000u;
+  float mf;
+  memcpy(&mf, &u, 4);
+  double m = mf;
+  if (m > 1.4142135623730951) m *= 0.5, e += 1;
+  const double t = (m - 1.0) / (m + 1.0), t2 = t * t;
+  double p = 1.0 / 17;
+  for (int k = 15; k >= 1; k -= 2) p = p * t2 + 1.0 / k;
+  *e_out = e;
+  return 2.0 * t * p;  // ln m
+}
+inline float vlog2(float x) {
+  if (!(x > 0.0f) || x == INFINITY) return x == 0.0f ? -INFINITY : x == INFINITY ? x : NAN;
+  double e;
+  const double lm = vlog_d(x, &e);
+  return float(e + lm * 1.4426950408889634074);
+}
+inline float vlog(float x) {
+  if (!(x > 0.0f) || x == INFINITY) return x == 0.0f ? -INFINITY : x == INFINITY ? x : NAN;
+  double e;
+  const double lm = vlog_d(x, &e);
+  return float(e * 0.69314718055994530942 + lm);
+}
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Internal: the SwiGLU kernels (contract in swiglu.h) over [i0, i1), written once over simd.h's
 // Vec and stamped per ISA (swiglu.cpp: scalar; stamp_avx2.cpp, stamp_avx512.cpp). e^x is simd.h's
-// vexp (Cephes polynomial on the vector ISAs, expf on the scalar one); the divisions are exact.
+// vexp (one Cephes polynomial on every ISA); the divisions are exact: the same bits everywhere.
 #pragma once
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 // gemm_micro (our fp32 GEMM, gemm_micro.h) against gemm_ref on every ISA this CPU has
 // (set_isa_override): all transposes, odd sizes (edge tiles in both directions, M and N below one
 // tile), several kc / mc / nc blocks per dimension (small blockings), alpha / beta, ld strides,
-// beta = 0 over NaN; no write outside C's M x N; the same bits for any thread count and any
-// mc / nc at one kc; gemm() on a routed shape equals gemm_micro bit for bit.
+// beta = 0 over NaN; no write outside C's M x N; the same bits for any ISA, thread count and
+// mc / nc at one kc; gemm() equals gemm_micro, gemm_micro_bf16 gemm_micro on widened inputs.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -100,15 +100,15 @@ TEST(GemmMicro, BetaZeroIgnoresGarbageAndKZeroScales) {
   }
 }
 
-// Bits depend on kc only: any thread count, any mc / nc give the same C.
-TEST(GemmMicro, SameBitsForAnyThreadCountAndMcNc) {
+// Bits depend on kc only: any ISA, any thread count, any mc / nc give the same C.
+TEST(GemmMicro, SameBitsForAnyIsaThreadCountAndMcNc) {
   olmo::testing::IsaGuard guard;
   const int nt0 = omp_get_max_threads();
-  for (olmo::Isa isa : olmo::testing::isas()) {
-    olmo::set_isa_override(isa);
-    for (int ta = 0; ta < 2; ++ta) {
-      Case c = make_case(ta, false, 97, 75, 600, 1, 7);
-      std::vector<float> first;
+  for (int ta = 0; ta < 2; ++ta) {
+    Case c = make_case(ta, false, 97, 75, 600, 1, 7);
+    std::vector<float> first;
+    for (olmo::Isa isa : olmo::testing::isas()) {
+      olmo::set_isa_override(isa);
       for (int threads : {1, 2, 3, 5})
         for (GemmMicroBlocking blk : {GemmMicroBlocking{128, 144, 3072},
                                       GemmMicroBlocking{128, 18, 48},
@@ -128,25 +128,16 @@ TEST(GemmMicro, SameBitsForAnyThreadCountAndMcNc) {
   omp_set_num_threads(nt0);
 }
 
-// gemm() sends the shapes of gemm_routes_to_micro (gemm.h: on AVX2, ta = 1, tb = 0, M >= 3072,
-// N <= 1024) to gemm_micro, the rest to oneDNN. K = 600 spans several kc blocks of both kernels,
-// so the two give different bits and the routing is visible.
-TEST(GemmMicro, GemmRoutesByTheStaticRule) {
+// gemm() runs gemm_micro on every shape and ISA (gemm.h): its bits equal gemm_micro's, and
+// differ from oneDNN's at K = 600 (several kc blocks of both), so the test would see a call that
+// went elsewhere. gemm_micro_bf16 equals gemm_micro on the widened matrices.
+TEST(GemmMicro, GemmRunsGemmMicroAndBf16IsTheWidenedFp32) {
   olmo::testing::IsaGuard guard;
   for (olmo::Isa isa : olmo::testing::isas()) {
     olmo::set_isa_override(isa);
-    const bool avx2 = isa == olmo::Isa::avx2;
-    // The rule's edges (not run: N = 1025 would be slow on the scalar copy).
-    EXPECT_EQ(olmo::kernels::gemm_routes_to_micro(true, false, 100352, 768, 416), avx2);
-    EXPECT_EQ(olmo::kernels::gemm_routes_to_micro(true, false, 3072, 1024, 2048), avx2);
-    EXPECT_FALSE(olmo::kernels::gemm_routes_to_micro(true, false, 3072, 1025, 2048));
-    EXPECT_FALSE(olmo::kernels::gemm_routes_to_micro(true, false, 3071, 768, 2048));
-    for (auto [ta, tb, M, N, K] : {std::tuple{true, false, 3072, 32, 600},
-                                   {true, false, 3071, 32, 600}, {false, false, 3072, 32, 600},
-                                   {true, true, 3072, 32, 600}, {true, false, 96, 64, 600}}) {
-      const bool want = avx2 && ta && !tb && M >= 3072;
-      EXPECT_EQ(olmo::kernels::gemm_routes_to_micro(ta, tb, M, N, K), want)
-          << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M;
+    for (auto [ta, tb, M, N, K] : {std::tuple{true, false, 96, 32, 600},
+                                   {false, true, 61, 45, 600}, {false, false, 40, 32, 600},
+                                   {true, true, 33, 70, 600}}) {
       Case c = make_case(ta, tb, M, N, K, 0, 3);
       std::vector<float> g = c.C, micro = c.C, dnn = c.C;
       olmo::kernels::gemm(ta, tb, M, N, K, 1.0f, c.A.data(), c.B.data(), 1.0f, g.data());
@@ -155,9 +146,23 @@ TEST(GemmMicro, GemmRoutesByTheStaticRule) {
                                  dnn.data());
       ASSERT_NE(std::memcmp(micro.data(), dnn.data(), g.size() * sizeof(float)), 0)
           << "the two kernels agree bit for bit here: the routing would be invisible";
-      EXPECT_EQ(std::memcmp(g.data(), (want ? micro : dnn).data(), g.size() * sizeof(float)), 0)
-          << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M
-          << ": gemm() did not take the " << (want ? "micro" : "oneDNN") << " path";
+      EXPECT_EQ(std::memcmp(g.data(), micro.data(), g.size() * sizeof(float)), 0)
+          << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M;
+      // bf16: round A and B to bf16, then gemm_micro_bf16 == gemm_micro on the widened values.
+      std::vector<olmo::kernels::bf16_t> ab(c.A.size()), bb(c.B.size());
+      std::vector<float> aw(c.A.size()), bw(c.B.size());
+      for (size_t i = 0; i < ab.size(); ++i)
+        ab[i] = olmo::kernels::f32_to_bf16_ref(c.A[i]),
+        aw[i] = olmo::kernels::bf16_to_f32_ref(ab[i]);
+      for (size_t i = 0; i < bb.size(); ++i)
+        bb[i] = olmo::kernels::f32_to_bf16_ref(c.B[i]),
+        bw[i] = olmo::kernels::bf16_to_f32_ref(bb[i]);
+      std::vector<float> gb = c.C, mw = c.C;
+      olmo::kernels::gemm_micro_bf16(ta, tb, M, N, K, 1.0f, ab.data(), bb.data(), 1.0f,
+                                     gb.data());
+      gemm_micro(ta, tb, M, N, K, 1.0f, aw.data(), bw.data(), 1.0f, mw.data());
+      EXPECT_EQ(std::memcmp(gb.data(), mw.data(), gb.size() * sizeof(float)), 0)
+          << "bf16 " << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M;
     }
   }
 }

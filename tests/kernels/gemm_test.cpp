@@ -1,5 +1,6 @@
-// gemm (oneDNN) against gemm_ref for every transpose combination, odd sizes, alpha/beta and
-// leading dimensions. oneDNN picks its own ISA (OLMO_ISA does not reach it): ctest runs the
+// gemm (gemm_micro) and gemm_onednn against gemm_ref for every transpose combination, odd sizes,
+// alpha/beta and leading dimensions (bf16: gemm_bf16 and gemm_bf16_onednn). oneDNN picks its own
+// ISA (OLMO_ISA does not reach it): ctest runs the
 // Gemm.* and GemmBf16.* cases again with ONEDNN_MAX_CPU_ISA=AVX2 and =SSE41
 // (tests/kernels/gemm_isa.cmake: gemm_bf16's widened path, that of a CPU without AVX-512), and
 // Gemm.OneDnnRunsAtTheCappedIsa checks that the cap took effect.
@@ -40,9 +41,13 @@ TEST(Gemm, MatchesReferenceAllTransposes) {
         for (auto& x : B) x = nd(rng);
         for (auto& x : C) x = nd(rng);
         C2 = C;
-        gemm(ta, tb, M, N, K, 0.5f, A.data(), B.data(), 2.0f, C.data(), lda, ldb, ldc);
         gemm_ref(ta, tb, M, N, K, 0.5f, A.data(), B.data(), 2.0f, C2.data(), lda, ldb, ldc);
-        EXPECT_LT(rel_l2(C, C2), 1e-6) << "ta=" << ta << " tb=" << tb << " M=" << M;
+        for (auto* f : {&gemm, &olmo::kernels::gemm_onednn}) {
+          std::vector<float> Cf = C;
+          f(ta, tb, M, N, K, 0.5f, A.data(), B.data(), 2.0f, Cf.data(), lda, ldb, ldc);
+          EXPECT_LT(rel_l2(Cf, C2), 1e-6) << "ta=" << ta << " tb=" << tb << " M=" << M
+                                          << (f == &gemm ? " gemm" : " gemm_onednn");
+        }
       }
 }
 
@@ -85,15 +90,18 @@ TEST(GemmBf16, MatchesReferenceAllTransposes) {
         olmo::kernels::f32_to_bf16(A.data(), Ab.data(), int64_t(A.size()));
         olmo::kernels::f32_to_bf16(B.data(), Bb.data(), int64_t(B.size()));
         C2 = C3 = C;
-        olmo::kernels::gemm_bf16(ta, tb, M, N, K, 0.5f, Ab.data(), Bb.data(), 1.0f, C.data(), lda,
-                                 ldb, ldc);
         olmo::kernels::gemm_bf16_ref(ta, tb, M, N, K, 0.5f, Ab.data(), Bb.data(), 1.0f,
                                      C2.data(), lda, ldb, ldc);
         gemm_ref(ta, tb, M, N, K, 0.5f, A.data(), B.data(), 1.0f, C3.data(), lda, ldb, ldc);
-        EXPECT_LT(rel_l2(C, C2), 1e-6) << "ta=" << ta << " tb=" << tb << " M=" << M;
-        if (K >= 64) {  // the rounding of the inputs is visible, and bounded
-          EXPECT_GT(rel_l2(C, C3), 1e-5);
-          EXPECT_LT(rel_l2(C, C3), 4e-3);
+        for (auto* f : {&olmo::kernels::gemm_bf16, &olmo::kernels::gemm_bf16_onednn}) {
+          std::vector<float> Cf = C;
+          f(ta, tb, M, N, K, 0.5f, Ab.data(), Bb.data(), 1.0f, Cf.data(), lda, ldb, ldc);
+          const char* nm = f == &olmo::kernels::gemm_bf16 ? " gemm_bf16" : " gemm_bf16_onednn";
+          EXPECT_LT(rel_l2(Cf, C2), 1e-6) << "ta=" << ta << " tb=" << tb << " M=" << M << nm;
+          if (K >= 64) {  // the rounding of the inputs is visible, and bounded
+            EXPECT_GT(rel_l2(Cf, C3), 1e-5) << nm;
+            EXPECT_LT(rel_l2(Cf, C3), 4e-3) << nm;
+          }
         }
       }
 }
@@ -109,7 +117,7 @@ TEST(GemmBf16, BetaZeroIgnoresGarbageAndBetaOneAccumulates) {
   for (float c : C) EXPECT_FLOAT_EQ(c, 12.0f);  // fp32 accumulation into C
 }
 
-// Which gemm_bf16 path ran the GemmBf16 cases: oneDNN's bf16 matmul, or (no bf16 matmul in
+// Which gemm_bf16_onednn path ran the GemmBf16 cases: oneDNN's bf16 matmul, or (no bf16 matmul in
 // oneDNN for this CPU: AVX-512 needed) the fp32 one on widened inputs. The capped runs
 // (gemm_isa.cmake) take the widened path on every CPU; the uncapped run announces oneDNN's bf16
 // matmul as not run where the CPU has no AVX-512.
@@ -119,13 +127,14 @@ TEST(GemmBf16, ProbeMeasuresBothPrecisions) {
   EXPECT_GT(p.bf16_gflops, 0);
   EXPECT_FALSE(p.fp32_impl.empty());
   EXPECT_FALSE(p.bf16_impl.empty());
-  std::printf("gemm_bf16: %s\n", p.bf16_impl.c_str());
-  const bool widened = p.bf16_impl.rfind("fp32 on widened bf16", 0) == 0;
+  const std::string dnn = olmo::kernels::gemm_impl(true, false, true, 128, 128, 128);
+  std::printf("gemm_bf16: %s; gemm_bf16_onednn: %s\n", p.bf16_impl.c_str(), dnn.c_str());
+  const bool widened = dnn.rfind("fp32 on widened bf16", 0) == 0;
   const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
   if (cap) {
-    EXPECT_TRUE(widened) << "ONEDNN_MAX_CPU_ISA=" << cap << ": " << p.bf16_impl;
+    EXPECT_TRUE(widened) << "ONEDNN_MAX_CPU_ISA=" << cap << ": " << dnn;
   } else if (widened) {
-    olmo::testing::not_run("oneDNN's bf16 matmul (gemm_bf16 ran fp32 on widened inputs)",
+    olmo::testing::not_run("oneDNN's bf16 matmul (gemm_bf16_onednn ran fp32 on widened inputs)",
                            "this CPU lacks AVX-512");
   }
 }
