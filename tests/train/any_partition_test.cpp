@@ -259,7 +259,7 @@ Outcome run(const train::Config& cfg, const std::vector<std::vector<int32_t>>& t
 }
 
 TEST(AnyPartition, RandomPartitionsAndMicroBatchesGiveTheOneRankBits) {
-  train::Config cfg = train::load_config(src("configs/tiny.yaml"), {"model.precision=fp32"});
+  train::Config cfg = train::load_config(src("tests/configs/tiny.yaml"), {"model.precision=fp32"});
   const model::ModelConfig mc = train::model_config(cfg);
   const int64_t T = cfg.data.seq_len, G = 8, steps = 2;
   std::mt19937 rng(47);
