@@ -119,15 +119,20 @@ void TestFaults::parse_param_scale(const Config& cfg, const char* spec, int rank
   const double x = colon == std::string::npos ? NAN : std::strtod(s.c_str() + colon + 1, &end);
   const std::string group = s.substr(0, colon);
   const auto& names = param_group_names();
-  OLMO_CHECK(std::isfinite(x) && end && *end == '\0' &&
+  long long from = 1;
+  int used = 0;
+  const bool from_ok = end && (*end == '\0' || (std::sscanf(end, ":%lld%n", &from, &used) == 1 &&
+                                                 end[used] == '\0' && from >= 1));
+  OLMO_CHECK(std::isfinite(x) && from_ok &&
                  std::find(names.begin(), names.end(), group) != names.end(),
-             "OLMO_TEST_PARAM_SCALE = '", spec, "': expected GROUP:X with GROUP one of the "
-             "param_rms groups (embed, attn_q, ..., lm_head) and X a number");
+             "OLMO_TEST_PARAM_SCALE = '", spec, "': expected GROUP:X[:FROM] with GROUP one of the "
+             "param_rms groups (embed, attn_q, ..., lm_head), X a number and FROM a step >= 1");
   scale_ = x;
+  scale_from_ = from;
   scale_group_ = group;
   if (rank == 0)
-    std::fprintf(stderr, "OLMO_TEST_PARAM_SCALE: the update of %s scaled by %g at every step\n",
-                 group.c_str(), x);
+    std::fprintf(stderr, "OLMO_TEST_PARAM_SCALE: the update of %s scaled by %g at every step "
+                 "from step %lld\n", group.c_str(), x, from);
 }
 
 void TestFaults::at_point(Trainer& t, const char* where) {
@@ -209,7 +214,7 @@ void TestFaults::pre_step(Trainer& t, data::DataLoader::Batch&) {
 }
 
 void TestFaults::post_step(Trainer& t, const StepResult& r) {
-  if (!scale_ranges_.empty()) {
+  if (!scale_ranges_.empty() && r.step >= scale_from_) {
     float* w = t.model().params();
     size_t k = 0;
     for (auto [a, b] : scale_ranges_)

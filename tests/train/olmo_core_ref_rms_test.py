@@ -11,7 +11,10 @@ scale (tests/configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: th
      earliest violation naming the deviating group: weight decay on the embeddings
      (optim.embedding_weight_decay=0.1: param_rms.*.embed), and through the test-only
      OLMO_TEST_PARAM_SCALE switch (src/train/test_faults.h) a frozen attn_k, a double-stepped
-     mlp_down and a 1.1x lr multiplier on attn_q;
+     mlp_down and a 1.1x lr multiplier on attn_q; every one of these is first flagged at step 1,
+     so the step bound is tested by a deviation that starts late: a 1.1x lr multiplier on attn_q
+     from step 6 (GROUP:X:FROM) must be flagged at a step in [6, 8] -- not before it starts (no
+     false alarm) and within 2 steps (the bound can fail both ways in the 10 steps);
   4. a run without the records (trainer.param_rms_interval=0) is flagged ("param_rms record"),
      and the fault switch is refused without allow_fault_injection / with an unknown group.
 """
@@ -111,6 +114,19 @@ def main():
                   q in (f"param_rms.weight.{group}", f"param_rms.update.{group}"),
                   f"{name}: flagged within 20 steps naming param_rms.*.{group} "
                   f"(exit {rc}, step {step}, {q})")
+
+        # 3b. A deviation that starts at step 6: flagged in [6, 8], naming attn_q.
+        late = os.path.join(tmp, "dev_late_attn_q")
+        p = ours(late, ref, common, "allow_fault_injection=true",
+                 env={"OLMO_TEST_PARAM_SCALE": "attn_q:1.1:6"})
+        check(p.returncode == 0, f"late deviation: olmo train runs ({p.stderr[-300:]})")
+        rc, out = compare(late, ref)
+        step, q = first_violation(out)
+        print(f"deviation lr x1.1 on attn_q from step 6: exit {rc}, first violation step {step} {q}")
+        check(rc == 3 and step is not None and 6 <= step <= 8 and
+              q in ("param_rms.weight.attn_q", "param_rms.update.attn_q"),
+              f"lr x1.1 on attn_q from step 6: flagged at a step in [6, 8] naming "
+              f"param_rms.*.attn_q (exit {rc}, step {step}, {q})")
 
         # 4. No records; the switch's bad input.
         off = os.path.join(tmp, "off")
