@@ -6,8 +6,11 @@
 # PyTorch bf16 autocast, or all four in one alternating run (ours fp32, torch fp32, ours bf16,
 # torch bf16 per round). Prints the mean figures and, per precision, a line exactly
 #   <precision>: mfu=NN.N% torch_ratio=N.NN
-# (our full-step MFU against the peak of that precision measured in each run; our full-step
-# tokens/s over PyTorch's). With one precision the last line is that line without the prefix.
+# (our full-step MFU, the mean over the rounds of each run's `olmo bench step` figure: its
+# timed steps' wall time against that run's peak of that precision -- the higher of its two
+# probes, raised to the achieved rate when that is higher, so each is at most 100%; our
+# full-step tokens/s over PyTorch's). With one precision the last line is that line without the
+# prefix.
 # --profile adds `--profile` to our runs of the last round and prints the profile tables.
 # --out DIR keeps the raw JSON lines and profiles there (default: a temporary dir, removed).
 # In "both" the bf16 pair runs first in each round (ours bf16, torch bf16, ours fp32, torch fp32).
@@ -86,7 +89,8 @@ for p in precs:
         print(f"ours  {p:10s}: {o['full_step_tokens_per_second']:.1f} tok/s full step "
               f"(fwd+bwd {o['tokens_per_second']:.1f}, AdamW {o['optimizer_seconds_mean']:.2f} s)  "
               f"{o['gflops']:.1f} GFLOP/s fwd+bwd  peaks fp32 {o['peak_fp32_gflops']:.1f} / bf16 "
-              f"{bpeak(o)}  MFU {100*o['full_step_mfu']:.1f}% full step "
+              f"{bpeak(o)}{' (raised to the achieved)' if o.get('peak_raised') else ''}  "
+              f"MFU {100*o['full_step_mfu']:.1f}% full step "
               f"(vs {'bf16' if p == 'bf16_mixed' else 'fp32'} peak)  cpu {100*o['cpu_utilisation']:.0f}%")
     for t in torch:
         print(f"torch {t['precision']:10s}: {t['full_step_tokens_per_second']:.1f} tok/s full step "

@@ -10,12 +10,15 @@
 // Reports tokens/s, achieved GFLOP/s with FLOPs per token = model::flops_per_token (ours: 6 x
 // matmul params + 12 x H x hd x average keys attended, causal/window discounted) and MFU =
 // achieved / peak, where the peaks are measured right before and right after the timed steps
-// (the machine is shared: both are printed and MFU uses their mean): the fp32 FMA peak
-// (kernels::measure_fp32_peak_gflops) and the bf16 dot-product peak (measure_bf16_peak_gflops,
-// VDPBF16PS; 0 without AVX512_BF16). MFU is against the peak of the precision the matmuls run
-// in: fp32, or bf16 under --precision bf16_mixed (auto: resolved as model.precision=auto is).
-// With --optimizer the MFU of the full step (fwd+bwd+AdamW) is reported too, still counting
-// only the model's FLOPs. --profile turns the step profiler (core/profile.h) on for the timed
+// (the machine is shared: a busy machine can only lower a probe, so the peak is the higher of
+// the two, raised to the achieved rate if that is higher: kernels/peak_tracker.h, MFU <= 100%):
+// the fp32 FMA peak (kernels::measure_fp32_peak_gflops) and the bf16 dot-product peak
+// (measure_bf16_peak_gflops, VDPBF16PS; 0 without AVX512_BF16); the CPU's theoretical fp32 FMA
+// peak is printed beside them where it is known (kernels/peak_theory.h). MFU is against the
+// peak of the precision the matmuls run in: fp32, or bf16 under --precision bf16_mixed (auto:
+// resolved as model.precision=auto is). With --optimizer the full step (fwd+bwd+AdamW) is
+// reported too: its tokens/s and MFU over the wall time of the timed steps (a stopwatch around
+// the loop), still counting only the model's FLOPs. --profile turns the step profiler (core/profile.h) on for the timed
 // steps and prints its table (time per op class and GEMM shape, share of the step, GFLOP/s).
 #include <nlohmann/json.hpp>
 #include <omp.h>
@@ -34,6 +37,8 @@
 #include "core/profile.h"
 #include "core/timer.h"
 #include "kernels/peak.h"
+#include "kernels/peak_theory.h"
+#include "kernels/peak_tracker.h"
 #include "model/config.h"
 #include "model/flops.h"
 #include "model/olmo3.h"
@@ -159,9 +164,14 @@ int run_step(const StepArgs& a) {
   const double cpu_util = (cpu_seconds() - cpu0) / ((wall1 - wall0) * omp_get_max_threads());
   const double peak_after = olmo::kernels::measure_fp32_peak_gflops(peak_s);
   const double bpeak_after = olmo::kernels::measure_bf16_peak_gflops(peak_s, 0);
-  const double fpeak = 0.5 * (peak_before + peak_after), bpeak = 0.5 * (bpeak_before + bpeak_after);
-  OLMO_CHECK(!bf16 || bpeak > 0, "bench step: bf16_mixed but the bf16 peak probe returned 0");
-  const double peak = bf16 ? bpeak : fpeak;  // the precision the matmuls run in
+  olmo::kernels::PeakTracker fpeaks, bpeaks;
+  fpeaks.probe(peak_before);
+  fpeaks.probe(peak_after);
+  bpeaks.probe(bpeak_before);
+  bpeaks.probe(bpeak_after);
+  OLMO_CHECK(!bf16 || bpeaks.peak() > 0, "bench step: bf16_mixed but the bf16 peak probe returned 0");
+  olmo::kernels::PeakTracker& peaks = bf16 ? bpeaks : fpeaks;  // the matmuls' precision
+  const olmo::kernels::FmaPeakTheory theory = olmo::kernels::theoretical_fp32_peak();
 
   auto mean = [](const std::vector<double>& v) {
     double s = 0;
@@ -171,9 +181,13 @@ int run_step(const StepArgs& a) {
   const double fpt = flops_per_token(cfg, S);
   const double fb_s = mean(t_fb), opt_s = mean(t_opt), best_fb = *std::min_element(t_fb.begin(), t_fb.end());
   const double tps = double(N) / fb_s, gflops = fpt * double(N) / fb_s * 1e-9;
-  const double mfu = gflops / peak;
-  const double full_s = fb_s + opt_s, full_tps = double(N) / full_s;
-  const double full_mfu = fpt * double(N) / full_s * 1e-9 / peak;
+  const double mfu = peaks.mfu(gflops) / 100;  // may raise the peak to the achieved rate
+  // The full step over the wall time of the timed loop (fwd+bwd and AdamW, and what lies
+  // between them), per step.
+  const double wall_s = wall1 - wall0, full_s = wall_s / double(steps), full_tps = double(N) / full_s;
+  const double full_mfu = peaks.mfu(fpt * full_tps * 1e-9) / 100;
+  const double peak = peaks.peak(), fpeak = fpeaks.peak(), bpeak = bpeaks.peak();
+  const bool raised = peaks.raises() > 0;
 
   if (json) {
     nlohmann::json j;
@@ -198,8 +212,13 @@ int run_step(const StepArgs& a) {
     j["peak_bf16_gflops_after"] = bpeak_after;
     j["peak_bf16_gflops"] = bpeak;
     j["peak_gflops"] = peak;  // the one MFU is against
+    j["peak_raised"] = raised;  // to the achieved rate (above both probes)
+    j["peak_fp32_theoretical_gflops"] = theory.gflops > 0 ? nlohmann::json(theory.gflops)
+                                                          : nlohmann::json(nullptr);
+    j["peak_fp32_theoretical"] = theory.text;
     j["mfu"] = mfu;
     j["mfu_vs_fp32_peak"] = gflops / fpeak;
+    j["wall_seconds"] = wall_s;
     j["cpu_utilisation"] = cpu_util;
     j["loss"] = loss;
     if (opt) {
@@ -219,18 +238,24 @@ int run_step(const StepArgs& a) {
     std::printf("  GFLOP/s          %.1f\n", gflops);
     std::printf("  precision        %s (%s)\n", olmo::model::precision_name(cfg.precision),
                 choice.why.c_str());
-    std::printf("  fp32 peak GFLOP/s %.1f before, %.1f after (mean %.1f)%s\n", peak_before,
-                peak_after, fpeak, bf16 ? "" : "  <- MFU");
-    std::printf("  bf16 peak GFLOP/s %.1f before, %.1f after (mean %.1f)%s\n", bpeak_before,
-                bpeak_after, bpeak, bf16 ? "  <- MFU" : "");
-    std::printf("  MFU              %.1f%% (against the %s peak)\n", 100 * mfu,
-                bf16 ? "bf16" : "fp32");
+    std::printf("  fp32 peak GFLOP/s %.1f before, %.1f after (highest %.1f)%s\n", peak_before,
+                peak_after, fpeaks.highest_probe(), bf16 ? "" : "  <- MFU");
+    std::printf("  bf16 peak GFLOP/s %.1f before, %.1f after (highest %.1f)%s\n", bpeak_before,
+                bpeak_after, bpeaks.highest_probe(), bf16 ? "  <- MFU" : "");
+    std::printf("  fp32 theoretical %s\n", theory.text.c_str());
+    if (raised)
+      std::printf("  peak raised to the achieved %.1f GFLOP/s (the higher %s probe, %.1f, ran "
+                  "while the machine was busy)\n", peaks.first_raise().to, bf16 ? "bf16" : "fp32",
+                  peaks.first_raise().from);
+    std::printf("  MFU              %.1f%% (against the %s peak of %.1f GFLOP/s)\n", 100 * mfu,
+                bf16 ? "bf16" : "fp32", peak);
     std::printf("  CPU utilisation  %.0f%% of %d threads x wall during the timed steps\n",
                 100 * cpu_util, omp_get_max_threads());
     if (opt) {
       std::printf("  AdamW            %.3f s/step\n", opt_s);
-      std::printf("  full step        %.3f s, %.1f tokens/s, MFU %.1f%%\n", full_s, full_tps,
-                  100 * full_mfu);
+      std::printf("  full step        %.3f s, %.1f tokens/s, MFU %.1f%% (wall time of the "
+                  "%lld timed steps: %.3f s)\n", full_s, full_tps, 100 * full_mfu,
+                  (long long)steps, wall_s);
     }
   }
   if (profile) {

@@ -4,7 +4,8 @@
 # sets before, during and after training; draws the loss plot; prints a greedy and a sampled
 # (temperature / top-p) continuation of a prompt from the trained model; draws the benchmark
 # plot (suites, canary exposure and OLMo 3's downstream tasks); then a summary (held-out loss
-# and each downstream task's reported metric at start/end, tokens/s, MFU).
+# and each downstream task's reported metric at start/end, the trainer's wall-clock and
+# training-only tokens/s and MFU per segment of the run).
 # usage: scripts/run_demo.sh [key=value ...]   (overrides for configs/demo.yaml)
 # env: OLMO_BIN (default build/olmo), DEMO_PROMPT, DEMO_TOKENS, DEMO_TEMPERATURE (0.8),
 #      DEMO_TOP_P (0.95), DEMO_SEED (1).
@@ -38,7 +39,7 @@ echo "[demo] sampled continuation (temperature ${DEMO_TEMPERATURE:-0.8}, top-p $
 "$PY" - "$RUN" "$PLOT" <<'PYEOF'
 import json, sys
 run, plot = sys.argv[1], sys.argv[2]
-train, ev, down = [], {}, {}
+train, ev, down, summaries = [], {}, {}, []
 for line in open(f"{run}/metrics.jsonl"):
     r = json.loads(line)
     if r.get("kind") == "train":
@@ -47,6 +48,8 @@ for line in open(f"{run}/metrics.jsonl"):
         ev.setdefault(r["set"], []).append(r)
     elif r.get("kind") == "downstream":
         down.setdefault(r["task"], {})[r["step"]] = r
+    elif r.get("event") == "summary":
+        summaries.append(r)
 print(f"[demo] summary of {run}")
 for name, rs in sorted(ev.items()):
     rs.sort(key=lambda r: r["step"])
@@ -59,13 +62,13 @@ for task, rs in sorted(down.items()):
     print(f"  {name.replace('eval/downstream/', ''):58s} step {a['step']:4d}: {a[name]:.4f}"
           f"  ->  step {b['step']:4d}: {b[name]:.4f} ({b['docs']} docs, {b['seconds']:.1f} s)")
 if train:
-    steady = train[1:] or train
-    toks = sum(r["tokens"] for r in steady)
-    secs = sum(r["step_s"] for r in steady)
-    mfu = sum(r["mfu"] for r in steady) / len(steady)
     print(f"  train loss step {train[0]['step']}: {train[0]['loss']:.4f} -> step {train[-1]['step']}: "
           f"{train[-1]['loss']:.4f}")
-    print(f"  throughput {toks / secs:.0f} tokens/s, mean MFU {mfu:.1f}% of the peak of the matmul "
-          f"precision measured during the run (steps 2..{train[-1]['step']})")
+for s in summaries:  # one per segment (process) of the run: the trainer's wall-clock figures
+    print(f"  throughput steps {s['first_step']}-{s['step']}: {s['wall_tokens_per_s']:.0f} tokens/s "
+          f"wall clock (MFU {s['wall_mfu']:.1f}%, evaluation and checkpoints included), "
+          f"{s['train_tokens_per_s']:.0f} tokens/s training steps alone (MFU {s['train_mfu']:.1f}%), "
+          f"against a peak of {s['peak_gflops']:.0f} GFLOP/s per process"
+          f"{' (raised to the achieved rate: the probes ran on a busy machine)' if s['peak_raised'] else ''}")
 print(f"  plot: {plot}")
 PYEOF

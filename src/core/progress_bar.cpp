@@ -134,10 +134,14 @@ void ProgressBar::update(int64_t done, const std::string& suffix) {
       draw(done, suffix, t);
     else
       pending_ = true;
-  } else if (lines_ && (done == 1 || done % opt_.line_every == 0 || done == total_)) {
+  } else if (lines_ && line_due(done)) {
     std::fprintf(opt_.text_out, "%s\n", plain_line(done, suffix, now()).c_str());
     std::fflush(opt_.text_out);
   }
+}
+
+bool ProgressBar::line_due(int64_t done) const {
+  return opt_.line_every > 0 && (done == 1 || done % opt_.line_every == 0 || done == total_);
 }
 
 void ProgressBar::message(const std::string& text) {

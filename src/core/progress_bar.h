@@ -52,6 +52,9 @@ class ProgressBar {
   // Later updates draw nothing. Called by the destructor.
   void finish(bool keep = false);
   bool drawing() const { return bar_; }  // a bar (not plain lines, not nothing)
+  // Whether unit `done` is one a plain line is printed at (the first, every line_every-th, the
+  // last; never with line_every 0), whatever the mode.
+  bool line_due(int64_t done) const;
 
   // The bar line / plain line for `done` at `now` (exposed for tests; no I/O).
   std::string bar_line(int64_t done, const std::string& suffix, double now) const;

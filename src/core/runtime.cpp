@@ -62,6 +62,8 @@ const std::vector<EnvVar> kDeclared = {
     {"OLMO_TEST_PARAM_SCALE", "test hook: scale a parameter at a step"},
     {"OLMO_TEST_FREE_BYTES", "test hook: the free disk space the checkpoint check sees"},
     {"OLMO_TEST_MEM_AVAILABLE", "test hook: the available memory the memory check sees"},
+    {"OLMO_TEST_PEAK", "test hook: GFLOP/s the trainer's first peak probe reports (as a busy "
+                       "machine would; train/trainer_throughput.cpp)"},
     {"OLMO_TEST_PRECISION_PROBE", "test hook: bf16|fp32 forces the precision probe's outcome; "
                                   "BF16/FP32 GFLOP/s replaces its measurement"},
 };

@@ -57,9 +57,16 @@ struct StepResult {
   double seconds = 0;          // wall time of this step (data + fwd/bwd + optimizer)
   double comm_seconds = 0;     // of which inside communication calls
   int64_t reduce_redos = 0;    // exact reduction: recomputations after a scale overflow
-  double tokens_per_s = 0;
-  double mfu = 0;              // percent: flops_per_token * tokens/s / measured fp32 peak
-  double eta_s = 0;
+  double step_tokens_per_s = 0;  // batch_tokens / seconds (train_step alone)
+  // Wall clock (train/run_clock.h), set after the post_step hooks: this step's span runs from
+  // the end of the previous step's (or the start of fit()) to the end of this one's post_step
+  // hooks, so it also holds what ran between the two steps (callbacks: logging, evaluation,
+  // checkpoints); `time` is the Unix time of its end.
+  double span_seconds = 0;
+  double time = 0;
+  double tokens_per_s = 0;       // batch_tokens / span_seconds (what a stopwatch says)
+  double mfu = 0;  // percent: flops_per_token * tokens_per_s / (W x the run's peak), <= 100
+  double eta_s = 0;  // (also after the post_step hooks)
   uint64_t batch_hash = 0;     // content hash of the global batch
   uint64_t state_fingerprint = 0;  // the whole state after this step (Trainer::state_digest)
   std::vector<int64_t> instance_indices;  // filled when trainer.log_batch_indices

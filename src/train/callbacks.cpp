@@ -75,11 +75,15 @@ void MetricsLogger::on_start(Trainer& t) {
               {"peak_gflops", t.peak_gflops()},
               {"peak_fp32_gflops", t.peak_fp32_gflops()},
               {"peak_bf16_gflops", t.peak_bf16_gflops()},
+              {"peak_fp32_theoretical_gflops", t.fma_theory().gflops > 0
+                                                   ? json(t.fma_theory().gflops) : json(nullptr)},
+              {"peak_fp32_theoretical", t.fma_theory().text},
               {"precision", model::precision_name(t.model().precision())},
               {"seq_len", t.config().data.seq_len},
               {"global_batch_tokens", t.config().data.global_batch_tokens},
               {"d_model", mc.d_model},
-              {"n_layers", mc.n_layers}};
+              {"n_layers", mc.n_layers},
+              {"time", t.clock().unix_time(0)}};  // the first wall-clock span starts here
   t.metrics().write(rec);
   for (auto& w : t.warnings()) t.progress().message("warning: " + w);
   std::string from = t.start_from().empty() ? "" : " from " + t.start_from();
@@ -90,7 +94,11 @@ void MetricsLogger::on_start(Trainer& t) {
                            t.world(), t.world() == 1 ? " process" : " processes", " (",
                            t.comm().backend(), ", reduce ", choice_name(t.config().dist.reduce),
                            "), ", model::precision_name(t.model().precision()),
-                           ", peaks fp32 ", int(t.peak_fp32_gflops()), " / bf16 ",
+                           ", peaks fp32 ", int(t.peak_fp32_gflops()),
+                           t.config().trainer.peak_interval < 0
+                               ? std::string()
+                               : " (theoretical " + t.fma_theory().text + ")",
+                           " / bf16 ",
                            t.peak_bf16_gflops() > 0 ? cat(int(t.peak_bf16_gflops()))
                                                     : std::string("none (no AVX512_BF16)"),
                            " GFLOP/s (MFU vs ",
@@ -113,18 +121,27 @@ void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
               {"step_s", r.seconds},
               {"comm_s", r.comm_seconds},
               {"reduce_redos", r.reduce_redos},
+              {"span_s", r.span_seconds},
               {"tokens_per_s", r.tokens_per_s},
+              {"step_tokens_per_s", r.step_tokens_per_s},
               {"mfu", r.mfu},
               {"peak_gflops", t.peak_gflops()},
               {"eta_s", r.eta_s},
               {"batch_hash", r.batch_hash},
-              {"state_fingerprint", hex64(r.state_fingerprint)}};
+              {"state_fingerprint", hex64(r.state_fingerprint)},
+              {"time", r.time}};  // the end of the span (train/run_clock.h)
   if (!r.instance_indices.empty()) rec["instances"] = r.instance_indices;
   t.metrics().write(rec);
+  // The console line: tokens/s and MFU over the wall-clock span since the previous line.
+  line_s_ += r.span_seconds;
+  line_tokens_ += r.batch_tokens;
+  const double tps = double(line_tokens_) / line_s_;
+  const double mfu = t.mfu(tps);
+  if (t.progress().line_due(r.step)) line_s_ = 0, line_tokens_ = 0;
   char buf[256];
   std::snprintf(buf, sizeof buf, "loss %.4f z %.2e |g| %.3f lr %.3e %s| %.0f tok/s MFU %.1f%% ETA %s",
-                r.loss, r.z_loss, r.grad_norm, r.lr, r.skipped ? "SKIPPED " : "", r.tokens_per_s,
-                r.mfu, format_duration(r.eta_s).c_str());
+                r.loss, r.z_loss, r.grad_norm, r.lr, r.skipped ? "SKIPPED " : "", tps, mfu,
+                format_duration(r.eta_s).c_str());
   t.progress().step(r.step, buf);
 }
 

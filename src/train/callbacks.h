@@ -29,6 +29,12 @@ class MetricsLogger : public Callback {
   void on_start(Trainer& t) override;
   void on_step(Trainer& t, const StepResult& r) override;
   void on_end(Trainer& t) override;
+
+ private:
+  // The span of the console line being accumulated: the steps' wall-clock spans since the
+  // previous line (Progress::line_due), so a line's tokens/s and MFU are what a stopwatch says.
+  double line_s_ = 0;
+  int64_t line_tokens_ = 0;
 };
 
 class Evaluator : public Callback {

@@ -198,7 +198,8 @@ static void visit_fields(C& c, V&& visit) {
     Recipe::none);
   v("trainer.log_interval", c.trainer.log_interval, "metrics line every N steps", Recipe::none);
   v("trainer.peak_interval", c.trainer.peak_interval,
-    "re-measure the fp32 peak (MFU) every N steps; 0 = only at start, -1 = never", Recipe::none);
+    "probe the peak (MFU) again every N steps (the run keeps the highest); 0 = only at start, "
+    "-1 = never", Recipe::none);
   v("trainer.load_path", c.trainer.load_path,
     "checkpoint to start from (stage chains; OLMo-core load_path)", Recipe::start);
   v("trainer.load_trainer_state", c.trainer.load_trainer_state,

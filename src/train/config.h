@@ -179,8 +179,8 @@ struct TrainerSection {
   int64_t keep_last = 2;             // complete checkpoints kept
   bool async_checkpoint = false;     // interval checkpoints written by a background thread
   int64_t log_interval = 1;          // metrics line every N steps
-  int64_t peak_interval = 200;       // re-measure the fp32 peak every N steps (MFU); 0: only
-                                     // at start; -1: never (MFU reported as 0)
+  int64_t peak_interval = 200;       // probe the peak again every N steps (MFU; the highest
+                                     // is kept); 0: only at start; -1: never (MFU reported as 0)
   std::string load_path = "";        // checkpoint to start from (phases)
   bool load_trainer_state = true;
   bool load_optim_state = true;

@@ -74,7 +74,7 @@ MetricsLog::~MetricsLog() {
 void MetricsLog::write(const nlohmann::json& record) {
   if (path_.empty()) return;
   nlohmann::json r = record;
-  if (r.is_object() && !r.contains("time")) r["time"] = unix_time_ms();
+  if (r.is_object() && !r.contains("time")) r["time"] = clock_ ? clock_() : unix_time_ms();
   std::string line = r.dump() + "\n";
   OLMO_CHECK(std::fwrite(line.data(), 1, line.size(), f_) == line.size() && std::fflush(f_) == 0,
              "cannot write metrics file ", path_);

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ class MetricsLog {
 
   // Appends `record` with "time" added (unless it has one), and its scalars to TensorBoard.
   void write(const nlohmann::json& record);
+  // The clock "time" is read from: Unix seconds, rounded to the millisecond (default: the
+  // system clock). The trainer sets its run clock (train/run_clock.h), so that every record of
+  // a run, those with their own "time" included, is on one clock.
+  void set_clock(std::function<double()> unix_now) { clock_ = std::move(unix_now); }
   // Rewrites the file atomically keeping lines whose "step" <= step (malformed lines dropped);
   // the same for the TensorBoard event files.
   void truncate_after(int64_t step);
@@ -54,6 +59,7 @@ class MetricsLog {
   std::string path_;
   FILE* f_ = nullptr;
   std::unique_ptr<TfEventsWriter> tb_;
+  std::function<double()> clock_;
 };
 
 }  // namespace olmo::train

@@ -27,6 +27,9 @@ class Progress {
   // The end of the run: the last bar stays on the screen.
   void finish() { bar_.finish(/*keep=*/true); }
   bool bar() const { return bar_.drawing(); }
+  // Whether `step` ends a plain log line (step 1, every `every`-th, the last): the trainer's
+  // figures on a line cover the wall time since the previous such step.
+  bool line_due(int64_t step) const { return bar_.line_due(step); }
 
  private:
   ProgressBar bar_;

@@ -35,6 +35,8 @@
 //     included, as an lr multiplier does) -- the recipe deviations `olmo compare` must flag.
 //   OLMO_TEST_FREE_BYTES=N  the checkpoint's free-space check (ckpt::check_free_space) sees N
 //     bytes free on the run dir's file system instead of statvfs's figure.
+//   OLMO_TEST_PEAK=G  the trainer's first peak probe of each precision reports G GFLOP/s, as a
+//     probe run on a busy machine would (read by Trainer::measure_peak, trainer_throughput.cpp).
 // Cost: a few comparisons per step when set; nothing is installed when none is set
 // (OLMO_TEST_PARAM_SCALE: a copy of the group's weights per step).
 #pragma once

@@ -12,7 +12,6 @@
 #include "core/timer.h"
 #include "data/instance_source.h"
 #include "data/mix.h"
-#include "kernels/peak.h"
 #include "model/olmo3.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
@@ -31,17 +30,6 @@ optim::SkipStep& Trainer::skip_step() { return module_->skip_step(); }
 const dist::GradReducer& Trainer::reducer() const { return module_->reducer(); }
 size_t Trainer::grad_shard_bytes() const { return module_->grad_shard_bytes(); }
 double Trainer::lr_at(int64_t step) const { return module_->lr_at(step); }
-
-void Trainer::measure_peak() {
-  if (cfg_.trainer.peak_interval < 0) return;
-  // Both peaks at the start (the log header shows both); later only the one MFU uses: the fp32
-  // FMA peak, or the bf16 dot-product peak when the matmuls run in bf16 (bf16_mixed).
-  const bool bf16 = model_->precision() == model::Precision::bf16_mixed;
-  const bool first = peak_fp32_gflops_ == 0 && peak_bf16_gflops_ == 0;
-  if (first || !bf16) peak_fp32_gflops_ = kernels::measure_fp32_peak_gflops(0.3);
-  if (first || bf16) peak_bf16_gflops_ = kernels::measure_bf16_peak_gflops(first && !bf16 ? 0.1 : 0.3, 0);
-  peak_gflops_ = bf16 ? peak_bf16_gflops_ : peak_fp32_gflops_;
-}
 
 void Trainer::add_callback(std::unique_ptr<Callback> cb) {
   if (callback_state_ && callback_state_->is_object() && callback_state_->contains(cb->name()))
@@ -108,20 +96,27 @@ StepResult Trainer::train_step() {
   }
   r.batch_hash = batch_.global_hash;
   if (cfg_.trainer.log_batch_indices) r.instance_indices = batch_.instance_indices;
-  r.seconds = now_seconds() - t0;
+  const double t1 = now_seconds();
+  r.seconds = t1 - t0;
   r.comm_seconds = module_->data_parallel().comm_seconds() - comm0;
   if (profile::enabled()) profile::add("comm", r.comm_seconds, 0);
-  r.tokens_per_s = double(loader_->global_batch_tokens()) / r.seconds;
-  // MFU against the peak of every process (each measured its own, with its threads), of the
-  // precision the matmuls run in (measure_peak).
-  r.mfu = peak_gflops_ > 0 ? 100.0 * flops_per_token_ * r.tokens_per_s /
-                                 (peak_gflops_ * double(world_) * 1e9)
-                           : 0;
-  // ETA from an exponential running mean of the step time.
-  recent_step_s_ = timed_steps_++ == 0 ? r.seconds : 0.9 * recent_step_s_ + 0.1 * r.seconds;
-  double per = recent_step_s_;
-  r.eta_s = double(total_steps_ - step_) * per;
+  r.step_tokens_per_s = double(r.batch_tokens) / r.seconds;
+  ++segment_steps_;
+  segment_tokens_ += r.batch_tokens;
+  segment_train_s_ += r.seconds;
   for (auto& cb : callbacks_) cb->post_step(*this, r);
+  // Wall clock, after the post_step hooks (their records are then never later than the step's
+  // "time"): the span since the previous step's end (or fit()'s start), callbacks included.
+  const double end = clock_.seconds();
+  r.span_seconds = end - span_end_;
+  span_end_ = end;
+  r.time = clock_.unix_time(end);
+  r.tokens_per_s = double(r.batch_tokens) / r.span_seconds;
+  r.mfu = mfu(r.tokens_per_s);  // against the run's peak (trainer_throughput.cpp)
+  // ETA from an exponential running mean of the wall-clock span per step.
+  recent_step_s_ = timed_steps_++ == 0 ? r.span_seconds
+                                       : 0.9 * recent_step_s_ + 0.1 * r.span_seconds;
+  r.eta_s = double(total_steps_ - step_) * recent_step_s_;
   return r;
 }
 
@@ -144,6 +139,8 @@ void Trainer::stop_on_nonfinite_streak() {
 }
 
 void Trainer::fit() {
+  clock_.start();
+  span_end_ = 0;
   for (; resumed_callbacks_ < callbacks_.size(); ++resumed_callbacks_)
     callbacks_[resumed_callbacks_]->on_resume(*this);
   for (auto& cb : callbacks_) cb->on_start(*this);
@@ -151,6 +148,7 @@ void Trainer::fit() {
     StepResult r = train_step();
     if (cfg_.trainer.peak_interval > 0 && step_ % cfg_.trainer.peak_interval == 0) measure_peak();
     for (auto& cb : callbacks_) cb->on_step(*this, r);
+    note_peak_raise();  // after the step's record (its "time" is the span's end)
     // A checkpoint that fell due during a non-finite streak: written at the first finite step.
     if (ckpt_deferred_ && nonfinite_streak_ == 0) progress_->message("checkpoint " + save_checkpoint());
     stop_on_nonfinite_streak();
@@ -158,6 +156,7 @@ void Trainer::fit() {
   finishing_ = true;
   for (auto& cb : callbacks_) cb->on_end(*this);
   if (ckpt_deferred_) progress_->message("checkpoint " + save_checkpoint());
+  write_summary();
 }
 
 }  // namespace olmo::train

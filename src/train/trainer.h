@@ -36,8 +36,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kernels/peak_theory.h"
+#include "kernels/peak_tracker.h"
 #include "train/callback.h"
 #include "train/config.h"
+#include "train/run_clock.h"
 
 namespace olmo {
 class StateVisitor;
@@ -140,11 +143,22 @@ class Trainer {
   double lr_at(int64_t step) const;
   StartKind start_kind() const { return start_; }
   const std::string& start_from() const { return start_from_; }  // checkpoint / HF dir used
-  double peak_gflops() const { return peak_gflops_; }   // of one process (MFU uses W times it)
-  // Both measured peaks (peak_gflops() is the one of the model's matmul precision); bf16 is 0
-  // on a CPU without AVX512_BF16.
-  double peak_fp32_gflops() const { return peak_fp32_gflops_; }
-  double peak_bf16_gflops() const { return peak_bf16_gflops_; }
+  // The peak MFU is quoted against, of one process (MFU uses W times it): the highest probe of
+  // the run's precision (a checkpoint's included), raised to any achieved rate above it
+  // (kernels/peak_tracker.h; trainer_throughput.cpp). 0 with trainer.peak_interval -1.
+  double peak_gflops() const { return mfu_peak().peak(); }
+  // Both precisions' peaks (peak_gflops() is the one of the model's matmul precision); bf16 is
+  // 0 on a CPU without AVX512_BF16.
+  double peak_fp32_gflops() const { return peak_fp32_.peak(); }
+  double peak_bf16_gflops() const { return peak_bf16_.peak(); }
+  // The CPU's theoretical fp32 FMA peak for this process's threads (kernels/peak_theory.h).
+  const kernels::FmaPeakTheory& fma_theory() const { return fma_theory_; }
+  // MFU in percent of `tokens_per_s` (of the whole world) against peak_gflops(): at most 100
+  // (a rate above the peak raises it; the first raise is said once, after the step's callbacks:
+  // a console line and an info record).
+  double mfu(double tokens_per_s);
+  // The run's stopwatch (started by fit()): records' "time" fields and the wall-clock spans.
+  const RunClock& clock() const { return clock_; }
   double flops_per_token() const { return flops_per_token_; }
   const std::string& run_dir() const { return cfg_.trainer.run_dir; }
   dist::Communicator& comm() { return *comm_; }
@@ -174,7 +188,19 @@ class Trainer {
   // resume: the same run continues (run dir's own checkpoint): model and schedule must agree.
   void restore(const std::string& dir, bool weights, bool optim_state, bool trainer_state,
                bool resume);
+  // Probes the peaks (trainer.peak_interval; OLMO_TEST_PEAK replaces the first probe's result).
   void measure_peak();
+  const kernels::PeakTracker& mfu_peak() const;
+  kernels::PeakTracker& mfu_peak();
+  // The peaks a checkpoint carries (section "peak", trainer_throughput.cpp).
+  void visit_peak(StateVisitor& v);
+  // The end of fit(): this segment's wall-clock and training-only throughput (an info record
+  // {"event":"summary"} and a console line).
+  void write_summary();
+  // The first raise of the peak, once: a console line and {"event":"peak_raised"} (its "time":
+  // clock_ second `at`, or now).
+  void note_peak_raise(double at = -1);
+  bool raise_noted_ = false;
   // Which parts a load restores (a save and a fingerprint visit every part).
   struct StateParts {
     bool weights = true, optim = true, trainer = true;
@@ -217,9 +243,16 @@ class Trainer {
   StartKind start_ = StartKind::fresh;
   std::string start_from_;
   int64_t step_ = 0, tokens_seen_ = 0, total_steps_ = 0, t_max_ = 0;
-  double peak_gflops_ = 0, flops_per_token_ = 0;
-  double peak_fp32_gflops_ = 0, peak_bf16_gflops_ = 0;
-  double recent_step_s_ = 0;   // running mean of step time (for the ETA)
+  double flops_per_token_ = 0;
+  kernels::PeakTracker peak_fp32_, peak_bf16_;
+  kernels::FmaPeakTheory fma_theory_;
+  bool probed_ = false;        // the first probe was made
+  RunClock clock_;
+  // This segment (this process's fit()): the end of the last step's wall-clock span (clock_
+  // seconds), its steps, tokens and seconds inside train_step.
+  double span_end_ = 0, segment_train_s_ = 0;
+  int64_t segment_steps_ = 0, segment_tokens_ = 0;
+  double recent_step_s_ = 0;   // running mean of the wall-clock span per step (for the ETA)
   int64_t timed_steps_ = 0;
   bool stop_ = false;
   int64_t nonfinite_streak_ = 0, nonfinite_first_ = 0;

@@ -289,6 +289,7 @@ void Trainer::start() {
   measure_peak();
   const std::string mpath = (fs::path(cfg_.trainer.run_dir) / "metrics.jsonl").string();
   metrics_ = std::make_unique<MetricsLog>(rank_ == 0 ? mpath : std::string());
+  metrics_->set_clock([this] { return clock_.unix_time(clock_.seconds()); });  // one clock
   // Records of steps that will be (re)run are dropped: on a resume from step N those after N
   // (records of N were written before its checkpoint); otherwise (no checkpoint: an earlier
   // attempt that was killed before its first one) those from the starting step on.

@@ -20,6 +20,9 @@
 //            "rng"        every RNG of the run: the init seed and the data-order seed/epoch
 //                         (the loop itself draws no random numbers: no dropout)
 //            "callbacks"  state of callbacks that keep any
+//            "peak"       the run's highest fp32 / bf16 peak (GFLOP/s per process: probes and
+//                         achieved rates; the threads and ISA they hold for), so a resume keeps it
+//                         (trainer_throughput.cpp); a measurement: never fingerprinted
 //            "config"     the resolved YAML of the run that wrote it
 //            "recipe"     the value of every field that changes the trajectory
 //                         (train/recipe_check.h); a resume refuses a change unless allowed
@@ -83,7 +86,7 @@ void Trainer::visit_state(StateVisitor& v, const StateParts& parts) {
     v.info("data_seed", loader_->seed());
     v.info("data_epoch", loader_->epoch());
   }
-  // (the callbacks' state, the config and the recipe enter no fingerprint)
+  // (the callbacks' state, the peak, the config and the recipe enter no fingerprint)
   if (v.mode() == StateVisitor::Mode::fingerprint) return;
   if (!load && rank_ != 0) return;  // (rank 0 writes the sections)
   if (!load || v.has_section("callbacks")) {
@@ -97,6 +100,7 @@ void Trainer::visit_state(StateVisitor& v, const StateParts& parts) {
     v.whole(cbs, {});
     if (load) callback_state_ = std::make_unique<json>(cbs);
   }
+  visit_peak(v);  // the run's highest peaks (trainer_throughput.cpp)
   if (load) return;  // the config and the recipe are read by the recipe check, before the load
   {
     StateVisitor::Section s(v, "config");
