@@ -50,6 +50,12 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 CONFIG = os.path.join(GOLDEN, "golden.yaml")
 PRECISIONS = ("fp32", "bf16_mixed")
 LAYOUTS = ((1, 1), (2, 1), (3, 1), (1, 2), (1, 3))  # (threads, processes)
+# Why a precision's paths may not be listed (enforced) whatever this CPU reproduces: a golden lists
+# only kernels docs/invariance.md claims invariant across CPU generations, so that another CPU can
+# fail only for a real finding.
+NOT_LISTABLE = {"bf16_mixed": "bf16_mixed is not ISA-invariant yet (issue 46 item 3: its GEMMs "
+                              "are oneDNN's, whose bits may differ on another CPU generation, e.g. "
+                              "AMX on Intel): every path is run and compared for information only"}
 STEPS = 24
 TOKENS = 64 * 6 * 28  # 168 instances: 24 steps x 6 in the first epoch
 MASK = (1 << 64) - 1
@@ -109,7 +115,9 @@ def paths(precision):
             out.append((level, env))
             continue
         if level == "avx512" and cf.native_bf16():
-            out.append(("avx512/bf16-native", dict(env)))
+            # bf16 attention pinned: without OLMO_ATTN_BF16 a start-up timing probe picks the bf16
+            # or the fp32 attention kernels (other bits), so a busy machine could change the run.
+            out.append(("avx512/bf16-native", dict(env, OLMO_ATTN_BF16="1")))
         out.append((f"{level}/bf16-emulated", dict(env, OLMO_BF16="emulate")))
     return out
 
@@ -202,20 +210,22 @@ def regenerate(tmp, mix, why):
         ref = res[ref_path][(1, 1)]
         assert "error" not in ref, ref["error"]
         same = [p for p in res if all(not first_difference(c, ref) for c in res[p].values())]
+        listed = [] if precision in NOT_LISTABLE else same
         golden = {
             "about": "tests/train/golden_test.py: the per-step state fingerprints and final "
                      "SHA-256 of tests/train/golden/golden.yaml on golden_tokens(); a change of "
                      "these values comes only in a commit that says which recipe or kernel change "
                      "moved the trajectory",
             "precision": precision, "steps": STEPS,
-            "paths": same,
+            "paths": listed,
+            **({"not_listed": NOT_LISTABLE[precision]} if precision in NOT_LISTABLE else {}),
             "recorded": {"why": why, "cpu": cpu, "path": ref_path,
                          "date": datetime.date.today().isoformat()},
             "state_fingerprints": ref["fp"], "loss": ref["loss"], "final_sha256": ref["sha256"]}
         with open(os.path.join(GOLDEN, f"{precision}.json"), "w") as f:
             json.dump(golden, f, indent=1)
             f.write("\n")
-        print(f"{precision}: golden from {ref_path}; reproduced by {same}")
+        print(f"{precision}: golden from {ref_path}; reproduced by {same}; listed {listed}")
 
 
 def main():
