@@ -11,7 +11,8 @@ that connects to HOST:22 over the bridge (failing like ssh when that fails) and 
   3. kill -9 every process of host 1 while a checkpoint is being written (rank 2 holds with its
      shard of the first checkpoint from step 10 on written, so stepN is never committed), link
      down: shrink to 2 on host 2, resume from the checkpoint before;
-  4. (a second run) host 2's link cut mid-run, its processes left alive: the job hangs; the
+  4. (a second run) host 2's link cut inside step 6 (rank 2 holds there while the link is cut,
+     then goes on), its processes left alive: the job hangs; the
      launcher's --stall-timeout (3x the longest restart measured in 1-3) stops it, relaunches on
      host 1 from the newest checkpoint;
 each run finishes bitwise equal to a run that never lost a host (a one-process `olmo train`:
@@ -145,6 +146,17 @@ exec {IP} netns exec $ns /bin/sh -c "$*"
     os.chmod(path, 0o755)
 
 
+def session_dir(tmp, name):
+    """OpenMPI's session directory base for one launcher's jobs, private to it: every "host"
+    here has the same hostname and /tmp, so by default the orteds of both hosts, mpirun and any
+    other OpenMPI process on the machine (a concurrent test's singleton) share one top session
+    dir /tmp/ompi.HOST.UID, which each of them creates and removes as it starts and ends. (A
+    remote orted that cannot make its session dir fails its start: mpirun exits 213.)"""
+    d = os.path.join(tmp, f"ompi_{name}")
+    os.makedirs(d, exist_ok=True)
+    return {"OMPI_MCA_orte_tmpdir_base": d}
+
+
 def cut_network(hosts, agent, mpi, data, tmp, restart_s):
     """Scenario 4: host 2's link cut in the middle of a 2-host run, its processes alive. The
     job hangs (no rank dies); the launcher's --stall-timeout (STALL_MARGIN x the longest restart
@@ -159,11 +171,21 @@ def cut_network(hosts, agent, mpi, data, tmp, restart_s):
     args = ["--hosts", f"{h1}:2,{h2}:2", "--rsh-agent", agent, "--mpi-args", mpi,
             "--poll", "0.05", "--probe-interval", "0.2", "--max-failures", "3",
             "--stall-timeout", str(stall), td.tiny_config(), *lu.overrides(data, run, CUT_STEPS)]
-    proc, log = lu.start(args, os.path.join(tmp, "launch_cut.log"))
+    # The cut lands at a named point: rank 2 (host 2) holds inside step 6 (its first
+    # micro-batch's backward done), step 5 recorded; the link is cut, then the hold released,
+    # so step 6 can never complete and no step record can come after the cut (the stall clock
+    # starts at step 5's record, before the cut: detection within --stall-timeout).
+    hold = os.path.join(tmp, "hold.cut")
+    proc, log = lu.start(args, os.path.join(tmp, "launch_cut.log"),
+                         env={"OLMO_TEST_HOLD": f"step:2:6:{hold}", **session_dir(tmp, "cut")})
     try:
-        lu.wait_for(lambda: lu.last_train_step(run) >= 5, 180, "step 5 of the cut run", proc)
+        at = lu.wait_file(hold, 180, proc).split()
+        lu.wait_for(lambda: lu.last_train_step(run) >= 5, 60, "step 5's record", proc)
         t_cut = time.time()
         hosts.cut(1)
+        os.remove(hold)  # rank 2 goes on into the cut network
+        if at[1:] != ["step", "6"]:
+            fails.append(f"cut link: the hold point was {at}, not inside step 6")
         lu.wait_for(lambda: lu.events(run, "stalled"), stall + 60, "the stall after the cut", proc)
         st = lu.events(run, "stalled")[0]
         detect = st["time"] - t_cut
@@ -183,7 +205,8 @@ def cut_network(hosts, agent, mpi, data, tmp, restart_s):
         fails.append(f"cut link: launches {launches}, expected 4 on both hosts, then 2 on host 1")
     status = [e["status"] for e in lu.events(run, "failure")]
     if status != ["stalled"]:
-        fails.append(f"cut link: job failures {status}, expected one 'stalled'")
+        fails.append(f"cut link: job failures {status}, expected one 'stalled'; the launcher "
+                     f"and mpirun said:\n{out[-6000:]}")
     fails += [f"cut link: {x}" for x in lu.compare_with_reference(run, ref, CUT_STEPS)]
     rs = [(e["reason"], e["from"], e["to"], e["step"]) for e in lu.events(run, "resize")]
     print("cut link: resizes (reason, from, to, checkpoint step):", rs, flush=True)
@@ -225,7 +248,8 @@ def main():
         # exists only while both hosts run), its shard written, the checkpoint not committed.
         hold_step, hold_ckpt = os.path.join(tmp, "hold.step"), os.path.join(tmp, "hold.ckpt")
         proc, log = lu.start(args, os.path.join(tmp, "launch.log"),
-                             env={"OLMO_TEST_HOLD": f"step:2:6:{hold_step},ckpt:2:10+:{hold_ckpt}"})
+                             env={"OLMO_TEST_HOLD": f"step:2:6:{hold_step},ckpt:2:10+:{hold_ckpt}",
+                                  **session_dir(tmp, "run")})
 
         def nev(name):
             return len(lu.events(run, name))
