@@ -60,6 +60,8 @@ const std::vector<EnvVar> kDeclared = {
     {"OLMO_TEST_HOLD", "test hook: hold a rank at start/step/ckpt until a file appears"},
     {"OLMO_TEST_NAN", "test hook: inject a NaN loss or gradient"},
     {"OLMO_TEST_PARAM_SCALE", "test hook: scale a parameter at a step"},
+    {"OLMO_TEST_GRAD_SCALE", "test hook: scale one rank's micro-batch gradient at a step (an "
+                             "overflow of the exact reduction on that rank alone)"},
     {"OLMO_TEST_FREE_BYTES", "test hook: the free disk space the checkpoint check sees"},
     {"OLMO_TEST_MEM_AVAILABLE", "test hook: the available memory the memory check sees"},
     {"OLMO_TEST_PEAK", "test hook: GFLOP/s the trainer's first peak probe reports (as a busy "

@@ -1,4 +1,4 @@
-// The OLMO_TEST_NAN / OLMO_TEST_KILL / OLMO_TEST_HOLD switches (see test_faults.h).
+// The OLMO_TEST_* switches of a run (see test_faults.h).
 #include "train/test_faults.h"
 
 #include <fcntl.h>
@@ -32,7 +32,7 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
   const std::optional<std::string> vars[] = {
       runtime().env("OLMO_TEST_KILL"), runtime().env("OLMO_TEST_HOLD"),
       runtime().env("OLMO_TEST_NAN"), runtime().env("OLMO_TEST_PARAM_SCALE"),
-      runtime().env("OLMO_TEST_FREE_BYTES")};
+      runtime().env("OLMO_TEST_FREE_BYTES"), runtime().env("OLMO_TEST_GRAD_SCALE")};
   auto c_str = [](const std::optional<std::string>& v) { return v ? v->c_str() : nullptr; };
   const char* kill = c_str(vars[0]);
   const char* hold = c_str(vars[1]);
@@ -47,10 +47,12 @@ std::unique_ptr<TestFaults> TestFaults::from_env(const Config& cfg, int rank) {
                "': expected a byte count");
     ckpt::set_free_space_hook([n](const std::string&) { return uint64_t(n); });
   }
-  const bool nan = spec && *spec, ps = pscale && *pscale;
-  if (!kill && !hold && !nan && !ps) return nullptr;
+  const char* gscale = c_str(vars[5]);
+  const bool nan = spec && *spec, ps = pscale && *pscale, gs = gscale && *gscale;
+  if (!kill && !hold && !nan && !ps && !gs) return nullptr;
   auto f = std::make_unique<TestFaults>();
   if (ps) f->parse_param_scale(cfg, pscale, rank);
+  if (gs) f->parse_grad_scale(cfg, gscale, rank);
   if (kill) f->kill_spec_ = kill;
   if (hold && *hold) {
     std::string rest = hold;
@@ -135,6 +137,27 @@ void TestFaults::parse_param_scale(const Config& cfg, const char* spec, int rank
                  "from step %lld\n", group.c_str(), x, from);
 }
 
+void TestFaults::parse_grad_scale(const Config& cfg, const char* spec, int rank) {
+  OLMO_CHECK(cfg.allow_fault_injection, "OLMO_TEST_GRAD_SCALE = '", spec,
+             "' is refused: it changes a gradient on purpose (a test switch) and needs "
+             "allow_fault_injection: true in the config");
+  long long step = 0, micro = -1;
+  float x = NAN;
+  int r = -1, n = 0;
+  const bool ok = std::sscanf(spec, "%lld:%f:%d:%lld%n", &step, &x, &r, &micro, &n) == 4 &&
+                  spec[n] == '\0';
+  OLMO_CHECK(ok && step >= 1 && std::isfinite(x) && r >= 0 && micro >= 0,
+             "OLMO_TEST_GRAD_SCALE = '", spec, "': expected STEP:X:RANK:MICRO with STEP >= 1, X a "
+             "finite number, RANK and MICRO >= 0");
+  gscale_step_ = step;
+  gscale_ = x;
+  gscale_rank_ = r;
+  gscale_micro_ = micro;
+  if (rank == 0)
+    std::fprintf(stderr, "OLMO_TEST_GRAD_SCALE: the gradient of micro-batch %lld of rank %d "
+                 "scaled by %g at step %lld\n", micro, r, double(x), step);
+}
+
 void TestFaults::at_point(Trainer& t, const char* where) {
   char w[16] = {0};
   int r = -1;
@@ -199,6 +222,10 @@ void TestFaults::post_backward(Trainer& t, int64_t micro, kernels::LossSums& s) 
 }
 
 void TestFaults::unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) {
+  if (gscale_step_ == t.step() && gscale_rank_ == t.rank() && gscale_micro_ == micro) {
+    float* g = t.model().grads();
+    for (size_t i = a; i < b; ++i) g[i] *= gscale_;
+  }
   if (micro != 0 || nan_kind_.rfind("grad", 0) != 0 || !nan_active(t.step(), t.rank())) return;
   const size_t at = t.model().num_params() / 2 + 17;
   if (at < a || at >= b) return;

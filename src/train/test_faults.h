@@ -33,6 +33,14 @@
 //     lm_head) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
 //     the group, 2 steps it twice, 1.5 is a wrong lr multiplier on it (decoupled weight decay
 //     included, as an lr multiplier does) -- the recipe deviations `olmo compare` must flag.
+//   OLMO_TEST_GRAD_SCALE=STEP:X:RANK:MICRO  (refused unless allow_fault_injection) the gradient of
+//     micro-batch MICRO (this rank's index) on RANK at STEP is multiplied by X, unit by unit as the
+//     backward finishes it (unit_grad_done, before the data-parallel object converts it), in the
+//     step's first pass only. X = 65536 makes that one rank's gradient outgrow the exact
+//     reduction's scales (kHeadroom binades): a rank-local overflow that every rank must answer
+//     with the same redo (tests/distributed/grad_overflow_test.py). Instance g of a step is
+//     micro-batch g / W of rank g % W (one instance per micro-batch, data/loader.cpp), so
+//     STEP:X:1:0 at 2-4 processes and STEP:X:0:1 at one scale the same instance.
 //   OLMO_TEST_FREE_BYTES=N  the checkpoint's free-space check (ckpt::check_free_space) sees N
 //     bytes free on the run dir's file system instead of statvfs's figure.
 //   OLMO_TEST_PEAK=G  the trainer's first peak probe of each precision reports G GFLOP/s, as a
@@ -67,6 +75,7 @@ class TestFaults : public Callback {
 
  private:
   void parse_param_scale(const Config& cfg, const char* spec, int rank);
+  void parse_grad_scale(const Config& cfg, const char* spec, int rank);
   // OLMO_TEST_KILL / OLMO_TEST_HOLD at the named point `where` of the current step.
   void at_point(Trainer& t, const char* where);
   struct Hold {
@@ -94,6 +103,11 @@ class TestFaults : public Callback {
   double scale_ = 1;
   int64_t scale_from_ = 1;  // the first step scaled
   std::vector<float> scale_before_;
+  // OLMO_TEST_GRAD_SCALE: step (0 = off), factor, rank, micro-batch.
+  int64_t gscale_step_ = 0;
+  float gscale_ = 1;
+  int gscale_rank_ = 0;
+  int64_t gscale_micro_ = 0;
 };
 
 }  // namespace olmo::train

@@ -90,9 +90,28 @@ std::vector<int64_t> exponents_of(const Batch& b) {
 
 struct Result {
   std::vector<float> out;
-  uint32_t flags = 0;
+  // Each simulated rank's own conversion flags: never combined here (the job's decision is
+  // GradReducer::agree_scales' max-reduce, run across real ranks by dist_grad_overflow).
+  std::vector<uint32_t> rank_flags;
+  std::vector<std::vector<int>> micro_of_rank;  // the micro-batches dealt to each rank
   std::vector<int64_t> seen;
+  bool no_flags() const {
+    return std::all_of(rank_flags.begin(), rank_flags.end(), [](uint32_t f) { return f == 0; });
+  }
 };
+
+// Whether micro-batch g has an element at or beyond its segment's limit under sc (the
+// definition of an overflow, scaled_fixed.h), from the float bits alone.
+bool outgrows(const std::vector<float>& g, const std::vector<size_t>& bounds,
+              const SegmentScales& sc) {
+  for (size_t s = 0; s + 1 < bounds.size(); ++s)
+    for (size_t i = bounds[s]; i < bounds[s + 1]; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &g[i], 4);
+      if (((u >> 23) & 0xff) >= sc.limit(s)) return true;
+    }
+  return false;
+}
 
 // W simulated ranks: micro-batches dealt to ranks at random (some ranks may get none), each
 // rank converts its first and accumulates the rest in a random order, the rank accumulators
@@ -107,13 +126,15 @@ Result reduce_partitioned(const Batch& b, const SegmentScales& sc, int W, std::m
   for (int k : order) mine[rng() % size_t(W)].push_back(k);
   Result r;
   r.seen.assign(sc.segments(), 0);
+  r.rank_flags.assign(size_t(W), 0);
+  r.micro_of_rank = mine;
   std::vector<std::vector<int64_t>> acc(size_t(W), std::vector<int64_t>(P, 0));
   for (int w = 0; w < W; ++w) {
     omp_set_num_threads(1 + int(rng() % 3));
     bool first = true;
     for (int k : mine[size_t(w)]) {
       std::vector<int64_t> seen(sc.segments(), 0);
-      r.flags |= sc.convert(acc[size_t(w)].data(), b.g[size_t(k)].data(), 0, P, !first, seen);
+      r.rank_flags[size_t(w)] |= sc.convert(acc[size_t(w)].data(), b.g[size_t(k)].data(), 0, P, !first, seen);
       for (size_t s = 0; s < seen.size(); ++s) r.seen[s] = std::max(r.seen[s], seen[s]);
       first = false;
     }
@@ -265,12 +286,12 @@ TEST(ScaledFixed, EveryPartitionOfEveryRandomBatchGivesTheSameBits) {
     std::vector<olmo::Isa> isas = runnable_isas();
     olmo::set_isa_override(isas.front());
     const Result one = reduce_partitioned(b, sc, 1, rng);
-    ASSERT_EQ(one.flags, 0u);
+    ASSERT_TRUE(one.no_flags());
     for (int W = 1; W <= 8; ++W)
       for (int rep = 0; rep < 3; ++rep) {
         olmo::set_isa_override(isas[rng() % isas.size()]);
         const Result r = reduce_partitioned(b, sc, W, rng);
-        ASSERT_EQ(r.flags, 0u);
+        ASSERT_TRUE(r.no_flags());
         ASSERT_TRUE(same_bits(r.out, one.out)) << "trial " << trial << " W " << W;
         ASSERT_EQ(r.seen, one.seen);
       }
@@ -278,7 +299,7 @@ TEST(ScaledFixed, EveryPartitionOfEveryRandomBatchGivesTheSameBits) {
   olmo::clear_isa_override();
 }
 
-TEST(ScaledFixed, ForcedOverflowIsDecidedAlikeAndTheRedoGivesTheOneRankBits) {
+TEST(ScaledFixed, ForcedOverflowIsFlaggedByItsOwnRanksAndTheRedoGivesTheOneRankBits) {
   std::mt19937 rng(77);
   const size_t P = 4000;
   const int M = 9;
@@ -291,18 +312,29 @@ TEST(ScaledFixed, ForcedOverflowIsDecidedAlikeAndTheRedoGivesTheOneRankBits) {
   fresh.set_exponents(right);
   old.set_exponents(stale);
   const Result want = reduce_partitioned(b, fresh, 1, rng);
-  ASSERT_EQ(want.flags, 0u);
+  ASSERT_TRUE(want.no_flags());
+  int rank_local = 0;  // W at which some rank saw the overflow and another did not
   for (int W = 1; W <= 8; ++W) {
     const Result r = reduce_partitioned(b, old, W, rng);
-    ASSERT_TRUE(r.flags & kOverflow) << "W " << W;  // the same decision at every W
+    // Each rank flags exactly when one of its own micro-batches outgrew the stale scales.
+    int flagged = 0;
+    for (int w = 0; w < W; ++w) {
+      bool want = false;
+      for (int k : r.micro_of_rank[size_t(w)]) want = want || outgrows(b.g[size_t(k)], b.bounds, old);
+      ASSERT_EQ((r.rank_flags[size_t(w)] & kOverflow) != 0, want) << "W " << W << " rank " << w;
+      flagged += want;
+    }
+    ASSERT_GE(flagged, 1) << "W " << W;  // the overflow is seen somewhere at every W
+    if (flagged < W) ++rank_local;
     // The redo's scales come from the exponents every rank max-reduced: the same at every W.
     ASSERT_EQ(r.seen, right);
     SegmentScales redo(b.bounds, M);
     redo.set_exponents(r.seen);
     const Result again = reduce_partitioned(b, redo, W, rng);
-    ASSERT_EQ(again.flags, 0u);
+    ASSERT_TRUE(again.no_flags());
     ASSERT_TRUE(same_bits(again.out, want.out)) << "W " << W;
   }
+  EXPECT_GT(rank_local, 0) << "no W dealt the outgrown micro-batches to only some ranks";
 }
 
 TEST(ScaledFixed, TheSumIsWithinTheDocumentedBoundOfTheExactSum) {
