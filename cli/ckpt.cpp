@@ -13,7 +13,7 @@
 #include "cli_app.h"
 #include "ckpt_migrate.h"
 #include "command.h"
-#include "train/checkpoint_verify.h"
+#include "monitor/checkpoint_verify.h"
 
 namespace {
 

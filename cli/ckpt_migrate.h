@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "train/olmo_core_migrate.h"
+#include "interop/olmo_core_migrate.h"
 
 struct CkptMigration {
   CLI::App* sub = nullptr;

@@ -32,8 +32,8 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "train/reference_run.h"
-#include "train/validation.h"
+#include "monitor/reference_run.h"
+#include "monitor/validation.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

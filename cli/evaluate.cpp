@@ -16,7 +16,7 @@
 #include "core/file_io.h"
 #include "eval/icl_metric.h"
 #include "eval/olmo_tasks.h"
-#include "train/inference_model.h"
+#include "interop/inference_model.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

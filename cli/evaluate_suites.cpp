@@ -18,7 +18,7 @@
 #include "eval/benchmark.h"
 #include "eval/exposure.h"
 #include "model/hf_io.h"
-#include "train/inference_model.h"
+#include "interop/inference_model.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

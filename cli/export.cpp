@@ -18,10 +18,10 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
-#include "model/hf_export.h"
+#include "interop/hf_export.h"
 #include "train/config.h"
 #include "train/model_setup.h"
-#include "train/inference_model.h"
+#include "interop/inference_model.h"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "core/file_io.h"
 #include "tokenizer/tokenizer.h"
 #include "eval/generate.h"
-#include "train/inference_model.h"
+#include "interop/inference_model.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/format.h"
-#include "train/callbacks.h"
+#include "monitor/callbacks.h"
 #include "train/config.h"
 #include "train/memory_plan.h"
 #include "train/preempt_stop.h"

@@ -9,7 +9,7 @@
 #include "cli_app.h"
 #include "command.h"
 #include "core/error.h"
-#include "train/run_verify.h"
+#include "monitor/run_verify.h"
 
 namespace {
 

@@ -846,6 +846,9 @@ int64_t run_steps(const Config& c, int64_t batches_per_epoch) {
     n = std::min(n, c.trainer.hard_stop_epochs * batches_per_epoch);
   return n;
 }
+bool benchmarks_enabled(const Config& c) {
+  return !c.benchmarks.suites.empty() || !c.benchmarks.canaries.empty();
+}
 
 static std::string at(const Config& c, const std::string& key) {
   auto it = c.origin.find(key);

@@ -327,5 +327,7 @@ int64_t schedule_steps(const Config& c);       // t_max: max_steps or ceil(max_t
 // Steps this run executes: min(t_max, hard_stop_steps, epochs*batches_per_epoch) where the
 // epoch bound is used only when batches_per_epoch > 0.
 int64_t run_steps(const Config& c, int64_t batches_per_epoch);
+// True when the config asks for in-loop benchmarks or canary exposure (monitor/benchmark_callback.h).
+bool benchmarks_enabled(const Config& c);
 
 }  // namespace olmo::train

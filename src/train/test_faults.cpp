@@ -20,8 +20,8 @@
 #include "distributed/zero.h"
 #include "kernels/loss.h"
 #include "model/olmo3.h"
+#include "model/param_groups.h"
 #include "train/async_checkpoint.h"
-#include "train/param_rms.h"
 #include "train/preempt_stop.h"
 #include "train/trainer.h"
 
@@ -120,7 +120,7 @@ void TestFaults::parse_param_scale(const Config& cfg, const char* spec, int rank
   char* end = nullptr;
   const double x = colon == std::string::npos ? NAN : std::strtod(s.c_str() + colon + 1, &end);
   const std::string group = s.substr(0, colon);
-  const auto& names = param_group_names();
+  const auto& names = model::param_group_names();
   long long from = 1;
   int used = 0;
   const bool from_ok = end && (*end == '\0' || (std::sscanf(end, ":%lld%n", &from, &used) == 1 &&
@@ -234,7 +234,7 @@ void TestFaults::unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) {
 
 void TestFaults::pre_step(Trainer& t, data::DataLoader::Batch&) {
   if (scale_group_.empty()) return;
-  if (scale_ranges_.empty()) scale_ranges_ = param_group_ranges(t.model().layout(), scale_group_);
+  if (scale_ranges_.empty()) scale_ranges_ = model::param_group_ranges(t.model().layout(), scale_group_);
   const float* w = t.model().params();
   scale_before_.clear();
   for (auto [a, b] : scale_ranges_) scale_before_.insert(scale_before_.end(), w + a, w + b);

@@ -18,7 +18,6 @@
 #include "kernels/attention_bf16.h"
 #include "model/flops.h"
 #include "model/hf_io.h"
-#include "train/benchmark_callback.h"
 #include "train/metrics_log.h"
 #include "train/model_setup.h"
 #include "train/progress.h"

@@ -19,9 +19,9 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
-#include "model/hf_export.h"
+#include "interop/hf_export.h"
 #include "model/hf_io.h"
-#include "train/inference_model.h"
+#include "interop/inference_model.h"
 #include "train/trainer.h"
 #include "model/olmo3.h"
 

@@ -28,7 +28,7 @@
 #include "model/olmo3.h"
 #include "optim/adamw.h"
 #include "optim/skip_step.h"
-#include "train/callbacks.h"
+#include "monitor/callbacks.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -1,12 +1,12 @@
 // In-loop OLMo 3 downstream tasks (see olmo_benchmark_callback.h).
-#include "train/olmo_benchmark_callback.h"
+#include "monitor/olmo_benchmark_callback.h"
 
 #include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
 #include "eval/icl_metric.h"
-#include "train/benchmark_callback.h"
+#include "monitor/benchmark_callback.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
 

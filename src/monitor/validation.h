@@ -39,7 +39,7 @@
 
 #include "audit/token_stats.h"
 #include "eval/lm_evaluator.h"
-#include "train/reference_run.h"
+#include "monitor/reference_run.h"
 #include "train/trainer.h"
 
 namespace olmo::train {

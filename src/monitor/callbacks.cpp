@@ -1,5 +1,5 @@
 // Standard callbacks (see callbacks.h).
-#include "train/callbacks.h"
+#include "monitor/callbacks.h"
 
 #include <cmath>
 #include <cstdio>
@@ -9,11 +9,11 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/hash.h"
-#include "train/audit_callback.h"
-#include "train/benchmark_callback.h"
-#include "train/olmo_benchmark_callback.h"
-#include "train/param_rms.h"
-#include "train/validation.h"
+#include "monitor/audit_callback.h"
+#include "monitor/benchmark_callback.h"
+#include "monitor/olmo_benchmark_callback.h"
+#include "monitor/param_rms.h"
+#include "monitor/validation.h"
 #include "distributed/communicator.h"
 #include "distributed/zero.h"
 #include "model/olmo3.h"

@@ -1,5 +1,5 @@
 // Reference runs of OLMo-core and the step-by-step comparison with them (see reference_run.h).
-#include "train/reference_run.h"
+#include "monitor/reference_run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "data/fsl_dataset.h"
 #include "data/token_paths.h"
-#include "train/validation.h"
+#include "monitor/validation.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 // HF model directory export: config.json, (sharded) safetensors, generation_config.json and the
 // tokenizer files (see hf_export.h; the tokenizer JSON itself is in hf_tokenizer_export.cpp).
-#include "model/hf_export.h"
+#include "interop/hf_export.h"
 
 #include <nlohmann/json.hpp>
 

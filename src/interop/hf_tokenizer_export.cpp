@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "model/hf_export.h"
+#include "interop/hf_export.h"
 
 namespace olmo::model {
 

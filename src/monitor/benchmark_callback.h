@@ -38,7 +38,4 @@ class BenchmarkCallback : public Callback {
   int64_t last_step_ = -1;
 };
 
-// True when the config asks for benchmarks or exposure.
-bool benchmarks_enabled(const Config& c);
-
 }  // namespace olmo::train

@@ -1,5 +1,5 @@
 // `olmo ckpt verify` (see checkpoint_verify.h).
-#include "train/checkpoint_verify.h"
+#include "monitor/checkpoint_verify.h"
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/fingerprint.h"

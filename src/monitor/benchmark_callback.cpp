@@ -1,5 +1,5 @@
 // In-loop benchmark suites and canary exposure (see benchmark_callback.h).
-#include "train/benchmark_callback.h"
+#include "monitor/benchmark_callback.h"
 
 #include <cmath>
 #include <cstdio>
@@ -14,10 +14,6 @@ using nlohmann::json;
 namespace olmo::train {
 
 static json num(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-
-bool benchmarks_enabled(const Config& c) {
-  return !c.benchmarks.suites.empty() || !c.benchmarks.canaries.empty();
-}
 
 int64_t BenchmarkCallback::interval(const Config& c) {
   return c.benchmarks.interval > 0 ? c.benchmarks.interval : c.validation.interval;

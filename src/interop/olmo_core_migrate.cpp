@@ -1,5 +1,5 @@
 // OLMo-core <-> olmo.cpp checkpoints and HF <-> OLMo-core runs (see olmo_core_migrate.h).
-#include "train/olmo_core_migrate.h"
+#include "interop/olmo_core_migrate.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 #include "core/file_io.h"
 #include "core/runtime.h"
 #include "data/loader.h"
-#include "model/hf_export.h"
+#include "interop/hf_export.h"
 #include "model/hf_io.h"
 #include "model/safetensors.h"
 #include "optim/adamw.h"

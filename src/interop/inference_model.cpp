@@ -1,5 +1,5 @@
 // load_model_for_inference (see inference_model.h).
-#include "train/inference_model.h"
+#include "interop/inference_model.h"
 
 #include <filesystem>
 

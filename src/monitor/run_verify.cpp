@@ -1,5 +1,5 @@
 // `olmo verify`: re-execute a span of a run and check it bit for bit (see run_verify.h).
-#include "train/run_verify.h"
+#include "monitor/run_verify.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,8 +14,8 @@
 #include "ckpt/state_diff.h"
 #include "core/error.h"
 #include "core/hash.h"
-#include "train/audit_callback.h"
-#include "train/callbacks.h"
+#include "monitor/audit_callback.h"
+#include "monitor/callbacks.h"
 #include "train/config.h"
 #include "train/trainer.h"
 

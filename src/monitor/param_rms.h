@@ -18,18 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "model/params.h"
+#include "model/param_groups.h"
 #include "train/callback.h"
 
 namespace olmo::train {
-
-// The group of an HF tensor name (model/params.h), "" for a name outside the OLMo 3 layout.
-std::string param_group(const std::string& hf_name);
-// The group names in record order.
-const std::vector<std::string>& param_group_names();
-// The flat [offset, offset + numel) ranges of one group's tensors (empty for an unknown name).
-std::vector<std::pair<size_t, size_t>> param_group_ranges(const model::ParamLayout& l,
-                                                          const std::string& group);
 
 class ParamRms : public Callback {
  public:

@@ -1,5 +1,5 @@
 // In-loop data-loader audit and alarms (see audit_callback.h).
-#include "train/audit_callback.h"
+#include "monitor/audit_callback.h"
 
 #include <filesystem>
 

@@ -1,5 +1,5 @@
 // Validation checkpoints and reference comparison (see validation.h).
-#include "train/validation.h"
+#include "monitor/validation.h"
 
 #include <cmath>
 #include <filesystem>
@@ -11,7 +11,7 @@
 #include "core/timer.h"
 #include "data/eval_dataset.h"
 #include "data/token_paths.h"
-#include "train/audit_callback.h"
+#include "monitor/audit_callback.h"
 #include "model/olmo3.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
