@@ -1,7 +1,7 @@
 // `olmo ckpt SUBCOMMAND`: checkpoint tools.
 //   verify DIR   recompute the layout-independent fingerprints of a checkpoint (or a run dir's
 //                newest complete one) from its stored pieces and compare them with the state
-//                recorded at save time (train/checkpoint_verify.h); exit 0 when everything
+//                recorded at save time (monitor/checkpoint_verify.h); exit 0 when everything
 //                matches, 1 with the first mismatch named otherwise.
 //   import-olmo-core SRC DST / export-olmo-core SRC DST   checkpoints between OLMo-core and
 //                olmo.cpp; hf-to-olmo-core HF_DIR DST / olmo-core-to-hf SRC DST   between HF model

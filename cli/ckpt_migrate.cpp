@@ -1,5 +1,5 @@
 // The migration subcommands of `olmo ckpt` (see ckpt_migrate.h): declares their arguments and
-// prints the outcome; the work is train/olmo_core_migrate.h (OLMo-core's side through
+// prints the outcome; the work is interop/olmo_core_migrate.h (OLMo-core's side through
 // scripts/olmo_core_ckpt.py, olmo.cpp's side through the trainer's own state objects and
 // ckpt/state_io.h).
 #include "ckpt_migrate.h"

@@ -1,4 +1,4 @@
-// The migration subcommands of `olmo ckpt` (train/olmo_core_migrate.h does the work):
+// The migration subcommands of `olmo ckpt` (interop/olmo_core_migrate.h does the work):
 //   olmo ckpt import-olmo-core SRC DST      OLMo-core checkpoint -> olmo.cpp checkpoint DST/stepN
 //   olmo ckpt export-olmo-core SRC DST      olmo.cpp checkpoint -> OLMo-core checkpoint DST/stepN
 //   olmo ckpt hf-to-olmo-core HF_DIR DST    HF model dir -> OLMo-core run DST (config + step0)

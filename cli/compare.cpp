@@ -1,14 +1,14 @@
 // `olmo compare RUN_A RUN_B [--out PNG] [--floor-multiple X]`: two runs side by side. Prints, per
-// validation record step (RUN_DIR/validation.jsonl, train/validation.h), train loss, held-out loss
+// validation record step (RUN_DIR/validation.jsonl, monitor/validation.h), train loss, held-out loss
 // per set, model and served entropies and the gap of both runs, then each run's alarms
 // (metrics.jsonl {"kind":"alarm"}) per source/cause with the first step; draws one PNG (train and
 // held-out curves of both runs, default RUN_B/compare.png) with scripts/compare_runs.py
 // (matplotlib).
 // Errors: a run dir without metrics.jsonl or validation.jsonl names the file.
-// When RUN_B is a reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h)
+// When RUN_B is a reference run of OLMo-core (scripts/olmo_core_run.py, monitor/reference_run.h)
 // the comparison is step by step instead: exact checks (instance indices, tokens, LR, skip
 // decisions) and noise-floor bounds (loss, z-loss, grad norm, held-out loss, gap, entropies,
-// per parameter group weight and update RMS: param_rms.weight.<group>, train/param_rms.h);
+// per parameter group weight and update RMS: param_rms.weight.<group>, monitor/param_rms.h);
 // it prints a table per quantity (largest difference, in noise floors, and which twin of the
 // reference's noise floor set the floor there: noise_twin or clip_twin, scripts/noise_floor.py)
 // and every violation (step, quantity, both values, bound, the twin), and exits 3 when there is

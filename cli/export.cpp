@@ -1,5 +1,5 @@
 // `olmo export PATH --out HF_DIR`: a trained model as a Hugging Face model directory
-// (model/hf_export.h): config.json, model.safetensors (sharded + index above --max-shard-size),
+// (interop/hf_export.h): config.json, model.safetensors (sharded + index above --max-shard-size),
 // generation_config.json, and the dolma2 tokenizer as tokenizer.json + tokenizer_config.json, so
 // that transformers' AutoModelForCausalLM / AutoTokenizer.from_pretrained(HF_DIR) work offline.
 // PATH: a checkpoint dir (RUN_DIR/stepN), a run dir (newest complete checkpoint) or an HF dir.

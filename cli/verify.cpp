@@ -1,6 +1,6 @@
 // `olmo verify RUN --from stepA [--to stepB] [--scratch DIR] [--keep-scratch]`: re-executes steps
 // A+1..B of the run in RUN on this machine from its checkpoint stepA and checks every later
-// checkpoint and every step's state fingerprint bit for bit (train/run_verify.h).
+// checkpoint and every step's state fingerprint bit for bit (monitor/run_verify.h).
 // Exit status: 0 the span reproduced, 3 a difference (printed as "FINDING step N: ..."; with the
 // tensor for a checkpoint), 1 an error (no run dir, no stepA, nothing to check), 2 usage.
 #include <cstdio>

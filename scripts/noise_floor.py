@@ -27,7 +27,7 @@ DIR/noise_floor.json:
   method, largest     a description; the largest floor per quantity
 Quantities: train loss, z_loss, grad_norm, grad_norm_f64; validation heldout.<set>, gap.<set>,
 model_entropy, marginal_entropy_bits; param_rms weight.<group>, update.<group> (per parameter
-group the weight RMS and the update RMS, src/train/param_rms.h) (src/train/reference_run.h reads
+group the weight RMS and the update RMS, src/monitor/param_rms.h) (src/monitor/reference_run.h reads
 them). Exact quantities
 (instances, lr, skipped) must agree between a twin and the reference; a disagreement is an error
 (the twin would not be the same run).

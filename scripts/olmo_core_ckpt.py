@@ -193,7 +193,7 @@ def to_safetensors(step_dir, out_dir):
 
 
 def read_interchange(d):
-    """olmo.cpp's interchange dir (src/train/olmo_core_migrate.h) in read_olmo_core's form."""
+    """olmo.cpp's interchange dir (src/interop/olmo_core_migrate.h) in read_olmo_core's form."""
     from safetensors.numpy import load_file
     for f in ("model.safetensors", "optim.safetensors", "interchange.json"):
         if not os.path.exists(os.path.join(d, f)):

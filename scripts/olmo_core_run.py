@@ -10,11 +10,11 @@ OLMo-core cannot express (naming it; scripts/olmo_core_common.py), then trains w
 override, the scheduler, z-loss, clipping) on NumpyFSLDataset/NumpyFSLDataLoader over the same
 uint32 token files and seed, in one CPU process (no process group, no compile, fp32). DIR gets:
   config.yaml       the olmo.cpp config it mirrors (trainer.run_dir = DIR)
-  metrics.jsonl     our schema (src/train/callbacks.cpp): {"kind":"train"} per step with loss
+  metrics.jsonl     our schema (src/monitor/callbacks.cpp): {"kind":"train"} per step with loss
                     (CE), z_loss (scaled), grad_norm (pre-clip), lr, skipped, instances (the
                     global instance indices of the batch), tokens_digest (see below), step_s;
                     {"kind":"eval"} per eval set at start / eval.interval / end; info records
-  validation.jsonl  our schema (src/train/validation.h) at validation.interval and the last step
+  validation.jsonl  our schema (src/monitor/validation.h) at validation.interval and the last step
   init_hf/          the step-0 weights as an HF dir (HF names as `olmo export`), so
                     `olmo train CONFIG trainer.init_from_hf=DIR/init_hf` starts from them
   stepN/            OLMo-core's own checkpoints (save_interval, and the last step)

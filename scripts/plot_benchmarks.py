@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plot the in-loop benchmark scores and canary exposure of a run (RUN_DIR/metrics.jsonl records
-of kind "benchmark" and "exposure", written by src/train/benchmark_callback.cpp, and "downstream",
-OLMo 3's own tasks, written by src/train/olmo_benchmark_callback.cpp) to a PNG.
+of kind "benchmark" and "exposure", written by src/monitor/benchmark_callback.cpp, and "downstream",
+OLMo 3's own tasks, written by src/monitor/olmo_benchmark_callback.cpp) to a PNG.
 
 usage: plot_benchmarks.py RUN_DIR [--out RUN_DIR/benchmarks.png]
 Left: acc and acc_len_norm per suite over steps (chance = 1/choices dotted). Middle: bits per

@@ -3,7 +3,7 @@ Top: train loss of olmo.cpp and OLMo-core per step (stage 2 drawn after stage 1)
 scale): |olmo.cpp - OLMo-core| of the loss and of the grad norm per step, against the loss noise
 floor; bottom: the same for the z-loss against its own floor. Floor: the larger |OLMo-core -
 twin| of its 1-ulp and float64-clip-norm twins (scripts/noise_floor.py), running max; bound: K x
-floor, K = validation.reference_floor_multiple (train/reference_run.h).
+floor, K = validation.reference_floor_multiple (monitor/reference_run.h).
 usage: plot_reference.py OUT --out PNG [--floor-multiple K (20)]
 """
 import argparse

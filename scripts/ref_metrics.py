@@ -1,6 +1,6 @@
 """The OLMo-core side's recorder (scripts/olmo_core_run.py): an OLMo-core Trainer callback that
 writes a reference run's metrics.jsonl and validation.jsonl in olmo.cpp's schemas
-(src/train/callbacks.cpp MetricsLogger / Evaluator, src/train/validation.h), computed with the
+(src/monitor/callbacks.cpp MetricsLogger / Evaluator, src/monitor/validation.h), computed with the
 OLMo-core model itself:
   held-out loss   OLMo-core's NumpyPaddedFSLDataset (one document per padded instance, as
                   src/data/eval_dataset.h), token-mean CE over every supervised position of the
@@ -11,7 +11,7 @@ OLMo-core model itself:
   served / batch  unigram entropy (bits) of the tokens served in the window / of the fixed batch
 grad_norm_f64: the float64 norm of OLMo-core's unclipped gradient (pre_optim_step), next to its
 logged fp32 "optim/total grad norm" (grad_norm).
-param_rms       every trainer.param_rms_interval steps: per parameter group (src/train/param_rms.h
+param_rms       every trainer.param_rms_interval steps: per parameter group (src/monitor/param_rms.h
                 names, the same tensors pooled over layers) the weight RMS after the step and
                 the update RMS ||w_t - w_{t-1}|| / sqrt(n), float64 sums; w_{t-1} is copied in
                 pre_step (one extra copy of the weights on recorded steps).
@@ -31,7 +31,7 @@ from olmo_core.train.callbacks import Callback
 from olmo_core_common import oc_to_hf_name, token_paths, write_hf_dir
 
 # HF tensor name inside a block (model.layers.<i>.<suffix>) / top-level name -> param_rms group,
-# as src/train/param_rms.cpp (the record's group order).
+# as src/model/param_groups.cpp (the record's group order).
 PARAM_GROUPS = {"model.embed_tokens.weight": "embed",
                 "self_attn.q_proj.weight": "attn_q", "self_attn.k_proj.weight": "attn_k",
                 "self_attn.v_proj.weight": "attn_v", "self_attn.o_proj.weight": "attn_o",

@@ -1,5 +1,5 @@
 // The offline data-loader audit of a run dir (`olmo audit RUN_DIR`, cli/audit.cpp): reads
-// RUN_DIR/audit/ledger.bin (written by the in-loop audit, train/audit_callback.h) and
+// RUN_DIR/audit/ledger.bin (written by the in-loop audit, monitor/audit_callback.h) and
 // RUN_DIR/metrics.jsonl, and checks against the dataset as the run saw it (fsl or packed_fsl,
 // rebuilt by the caller from the run's config):
 //   * every ledger record (audit/checks.h) against an independent recomputation of the numpy

@@ -1,5 +1,5 @@
 // The batch ledger: one compact binary record per training step in RUN_DIR/audit/ledger.bin,
-// written by rank 0 (train/audit_callback.h) and read by `olmo audit`. Per record (LE):
+// written by rank 0 (monitor/audit_callback.h) and read by `olmo audit`. Per record (LE):
 //   u32 magic 'LREC', u32 n (rows this rank consumed), i64 step, i64 epoch (1-based),
 //   i64 batch (index of the global batch within its epoch), u16 world, u16 rank, u32 chunk
 //   (rank slicing, see data/loader.h), u64 content hash (XXH3 of the consumed tokens),

@@ -1,5 +1,5 @@
 // The first difference between the states two checkpoints hold, bit for bit (`olmo verify`,
-// train/run_verify.h): every global tensor (weights, both AdamW moments) compared element by
+// monitor/run_verify.h): every global tensor (weights, both AdamW moments) compared element by
 // element whatever world size wrote either one (pieces assembled, ckpt/checkpoint.h), then the
 // fingerprint groups of the state sections (ckpt/state_io.h: trainer, schedule, optim, loader,
 // skip-step, recomputed from each checkpoint's stored sections) and the exact reduction's scales

@@ -1,7 +1,7 @@
 // Deliberate data-loader faults that silently reproduce memorization, for testing the audits
-// (src/audit, train/audit_callback.h, train/validation.h). Off by default; the config refuses
+// (src/audit, monitor/audit_callback.h, monitor/validation.h). Off by default; the config refuses
 // data.inject_fault unless allow_fault_injection: true. Installed as a pre_step callback
-// (train/audit_callback.cpp):
+// (monitor/audit_callback.cpp):
 // it rewrites the batch after the loader (whose own global order stays untouched) and before
 // the model, and keeps the batch's labels (epoch, batch index, loader hash), as a buggy loader
 // that believes it serves the right position would:

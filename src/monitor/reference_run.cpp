@@ -254,7 +254,7 @@ ReferenceComparison compare_with_reference(const std::string& run_dir, const Ref
     else
       close(s, "train.grad_norm", numv(r, "grad_norm"), numv(rr, "grad_norm"));
   }
-  // Per parameter group weight and update RMS (train/param_rms.h), at every step the reference
+  // Per parameter group weight and update RMS (monitor/param_rms.h), at every step the reference
   // recorded: a step missing here is a violation (the run was trained with another
   // trainer.param_rms_interval).
   for (auto& [s, pr] : ref.param_rms) {

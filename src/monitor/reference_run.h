@@ -15,7 +15,7 @@
 // Quantities: train loss, z_loss, grad_norm (against the reference's grad_norm_f64, the float64
 // norm of OLMo-core's gradient, when recorded: its logged norm is torch's fp32 one); validation heldout.<set>, gap.<set>, model_entropy,
 // marginal_entropy_bits; param_rms weight.<group> / update.<group> (per parameter group the
-// weight RMS and the update RMS of a step, train/param_rms.h; compared at every step both runs
+// weight RMS and the update RMS of a step, monitor/param_rms.h; compared at every step both runs
 // recorded, named "param_rms.weight.<group>": a recipe deviation on one group, e.g. weight
 // decay on the embeddings, moves its group's RMS long before the loss).
 //

@@ -84,7 +84,7 @@ std::map<int64_t, json> load_reference(const Config& c, const std::string& run_d
   return recs;
 }
 
-// The canary exposure the benchmarks callback (train/benchmark_callback.h, registered before
+// The canary exposure the benchmarks callback (monitor/benchmark_callback.h, registered before
 // this one, same interval by default) logged for `step`: {count: mean bits} from the last
 // {"kind":"exposure"} record of that step in the tail of metrics.jsonl; null when none.
 static json exposure_at(const std::string& metrics_path, int64_t step) {
@@ -257,7 +257,7 @@ static double getd(const json& j, const std::string& k) {
   return j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
 }
 
-// Against an OLMo-core reference run: noise-floor bounds (train/reference_run.h).
+// Against an OLMo-core reference run: noise-floor bounds (monitor/reference_run.h).
 void Validation::compare_to_reference_run(Trainer& t, const json& rec, const json& ref) {
   const bool stop = t.config().validation.stop_on_alarm;
   const int64_t step = rec["step"].get<int64_t>();

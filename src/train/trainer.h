@@ -112,7 +112,7 @@ class Trainer {
   // moments) and every fingerprint group (trainer, schedule, optim, loader, skip-step) -- the
   // same value at any world size; a checkpoint of this step records its parts. Computed after
   // every step into StepResult::state_fingerprint (metrics.jsonl "state_fingerprint"; `olmo
-  // verify`, train/run_verify.h). Cost: one pass over 3 x P / W floats per rank and one small
+  // verify`, monitor/run_verify.h). Cost: one pass over 3 x P / W floats per rank and one small
   // all-reduce (docs/reproducibility.md gives the measured share of a step).
   uint64_t state_digest();
   // Timing of the last committed checkpoint: wall time from the save's start to the commit, the

@@ -1,6 +1,6 @@
 // Complete training state <-> checkpoint directory (see trainer.h). Every part is saved, loaded
 // and fingerprinted by its owner's visit_state (core/state_visitor.h) through ckpt/state_io.h,
-// the one path also used by the importers (train/olmo_core_migrate.h); Trainer::visit_state
+// the one path also used by the importers (interop/olmo_core_migrate.h); Trainer::visit_state
 // lists the parts. Checkpoint content (src/ckpt format):
 //   tensors  "<hf name>"                      fp32 weights, HF shapes (rank 0 writes them;
 //                                             dist.zero_stage 3: the shards' pieces, as below)

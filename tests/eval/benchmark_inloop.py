@@ -1,4 +1,4 @@
-"""In-loop benchmarks and exposure (src/train/benchmark_callback.*) in a real `olmo train` run.
+"""In-loop benchmarks and exposure (src/monitor/benchmark_callback.*) in a real `olmo train` run.
 
 tests/configs/tiny.yaml on the dolma2 vocab (model.vocab_size=100352, synthetic token files from
 olmo_test/tiny_data.py), 4 steps, benchmarks every 2 steps on the first 4 items of each

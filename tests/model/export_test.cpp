@@ -1,4 +1,4 @@
-// HF export tests (model/hf_export.h):
+// HF export tests (interop/hf_export.h):
 //   * export -> import -> export is byte-identical: a trained checkpoint (tests/configs/tiny.yaml, 2
 //     steps) exported, a new Trainer started from the export (trainer.init_from_hf), its model
 //     exported again and its step-0 checkpoint exported again: same safetensors and config.json

@@ -14,9 +14,9 @@ tests/configs/tiny.yaml on olmo_test/tiny_data.py token files, 20 steps planned)
    pool fault with no reference and max_gap 0.1 raises gap_too_large at step 5 and, with
    validation.stop_on_alarm, stops there; without max_gap the run has no alarm.
 3. A clean run with both keys on runs all 20 steps with no alarm (the stop is the alarm's).
-Seen red: with `t.request_stop()` removed from raise_alarm (src/train/audit_callback.cpp),
+Seen red: with `t.request_stop()` removed from raise_alarm (src/monitor/audit_callback.cpp),
 parts 1 and 2 fail (the runs go on to step 20); with `if (v.max_gap > 0)` turned into
-`< 0` in src/train/validation.cpp the max_gap check fails (no alarm).
+`< 0` in src/monitor/validation.cpp the max_gap check fails (no alarm).
 Cost: eight tiny runs, ~4 s.
 """
 import os
