@@ -104,6 +104,8 @@ void GradReducer::begin_step(int64_t global_instances) {
   streamed_ = false;
   rounded_into_ = nullptr;
   mb_rows_known_ = false;
+  streamed_units_ = 0;
+  skipped_rows_ = 0;
   std::fill(touched_.begin(), touched_.end(), uint8_t(0));
 }
 
@@ -158,6 +160,7 @@ void GradReducer::touch_rows(const int32_t* ids, size_t n) {
 // pass). Runs of consecutive touched rows are converted together.
 uint32_t GradReducer::convert_touched(const float* g, float* clear) {
   const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  skipped_rows_ += int64_t(sparse_rows_ - mb_rows_.size());
   uint32_t f = scales_.convert(acc_.data(), g, 0, ea, true, seen_, clear);
   for (size_t i = 0; i < mb_rows_.size();) {
     size_t j = i + 1;
@@ -182,7 +185,10 @@ void GradReducer::unite_touched() {
   std::memcpy(words.data(), touched_.data(), sparse_rows_);
   timed(comm_s_, [&] { comm_.allreduce(words.data(), words.size(), Type::i64, Op::sum); });
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words.data());
-  for (size_t r = 0; r < sparse_rows_; ++r) union_[r] = bytes[r] != 0;
+  for (size_t r = 0; r < sparse_rows_; ++r) {
+    union_[r] = bytes[r] != 0;
+    skipped_rows_ += !union_[r];
+  }
 }
 
 std::vector<TravelRuns> GradReducer::travel(size_t a, size_t b, bool sparse) const {
@@ -430,6 +436,7 @@ void GradReducer::begin_stream(float* g) {
 
 void GradReducer::stream_range(size_t a, size_t b) {
   OLMO_CHECK(streamed_ && stream_->active(), "stream_range outside begin_stream .. finish");
+  ++streamed_units_;
   const bool exact = mode_ == ReduceMode::exact;
   const void* src = stream_g_;
   if (exact && local_) {

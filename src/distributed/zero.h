@@ -154,12 +154,21 @@ class GradReducer {
   // same order (sharded accumulator: collective).
   void add_range(const float* g, size_t a, size_t b);
 
+  // This step's counts (reset by begin_step, so a redo counts its own pass), for metrics and
+  // for tests that the paths engage: units of the gradient posted to the stream while the
+  // backward ran (overlap), and embedding rows skipped by the row-sparse path (rows a
+  // micro-batch's conversion left out, summed over micro-batches, plus, on more than one
+  // process, rows of the step's reduction left off the wire because no rank touched them).
+  int64_t streamed_units() const { return streamed_units_; }
+  int64_t skipped_rows() const { return skipped_rows_; }
+
   // Bytes allocated for accumulators and staging (memory plan test).
   size_t buffer_bytes() const;
   // Seconds spent inside communication calls (waits, starts, allreduce) since construction.
   double comm_seconds() const;
 
  private:
+  friend struct GradReducerProbe;  // tests/distributed/grad_stream_test.cpp: travel, union
   // nbuckets buckets of S elements per rank; my_len: the valid elements of this rank's slice.
   template <class T, class Fill, class Drain>
   void packed_reduce_scatter(Type t, const std::vector<TravelRuns>& runs, Fill fill, Drain drain);
@@ -203,6 +212,7 @@ class GradReducer {
   float* rounded_into_ = nullptr;        // one process: the last add_micro_batch rounded here
   bool stream_add_ = false;              // exact: its conversion adds (false: first, stores)
   double comm_s_ = 0;
+  int64_t streamed_units_ = 0, skipped_rows_ = 0;  // this step's (streamed_units(), ...)
 };
 
 }  // namespace olmo::dist

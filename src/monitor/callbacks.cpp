@@ -121,6 +121,8 @@ void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
               {"step_s", r.seconds},
               {"comm_s", r.comm_seconds},
               {"reduce_redos", r.reduce_redos},
+              {"streamed_units", r.streamed_units},
+              {"embed_rows_skipped", r.embed_rows_skipped},
               {"span_s", r.span_seconds},
               {"tokens_per_s", r.tokens_per_s},
               {"step_tokens_per_s", r.step_tokens_per_s},

@@ -57,6 +57,9 @@ struct StepResult {
   double seconds = 0;          // wall time of this step (data + fwd/bwd + optimizer)
   double comm_seconds = 0;     // of which inside communication calls
   int64_t reduce_redos = 0;    // exact reduction: recomputations after a scale overflow
+  int64_t streamed_units = 0;  // rank 0's units streamed during the backward (dist.overlap)
+  int64_t embed_rows_skipped = 0;  // rank 0's embedding rows the row-sparse path skipped
+                                   // (dist::GradReducer::skipped_rows)
   double step_tokens_per_s = 0;  // batch_tokens / seconds (train_step alone)
   // Wall clock (train/run_clock.h), set after the post_step hooks: this step's span runs from
   // the end of the previous step's (or the start of fit()) to the end of this one's post_step

@@ -83,6 +83,8 @@ StepResult Trainer::train_step() {
   };
   module_->train_batch(batch_.tokens.data(), targets_.data(),
                        doc_mask_ ? doc_ids_.data() : nullptr, B, T, step_, r, hooks);
+  r.streamed_units = module_->reducer().streamed_units();
+  r.embed_rows_skipped = module_->reducer().skipped_rows();
   nonfinite_streak_ = r.nonfinite ? nonfinite_streak_ + 1 : 0;
   if (r.nonfinite && metrics_) on_nonfinite(r);
 
