@@ -6,7 +6,7 @@
 // The bf16 attention kernels run after the fp32 ones where AVX512_BF16 is in use ("attn2048":
 // only the full-causal MHA shape of olmo3-190m, T 2048). Percentages of the fp32 FMA peak and
 // of the bf16 VDPBF16PS peak (kernels/peak.h), measured before and after.
-// Usage: bench_attention [attn|attn2048|attndemo|probe|gemmstep|gemmmicro|gemmdet|loss|all|cmp|
+// Usage: bench_attention [attn|attn2048|attndemo|probe|gemmstep|gemmmicro|gemmbf16|gemmdet|loss|all|cmp|
 //                         shapes] [reps]
 //                        [chunk_rows] [cpu|wall]
 //        (threads: OMP_NUM_THREADS)
@@ -286,6 +286,46 @@ void bench_step_gemms(int reps, double peak, double peak_bf16) {
   }
 }
 
+// "gemmbf16": the bf16 shapes of gemmstep (rows 0..11; one row with OLMO_BENCH_SHAPE=i) through
+// oneDNN's bf16 matmul (gemm_bf16_onednn, what gemm_bf16 ran before issue 46 item 3) and
+// gemm_micro_bf16 (gemm_bf16 now: VDPBF16PS where the CPU has it, else the emulation),
+// alternating rep by rep on the same inputs; best CPU time of each, ms per olmo3-190m step.
+void bench_bf16(int reps) {
+  const char* shape = std::getenv("OLMO_BENCH_SHAPE");
+  const int64_t only = shape && *shape ? std::atoll(shape) : -1;
+  double sum_d = 0, sum_m = 0;
+  for (int64_t i = 0; i < int64_t(std::size(kStepGemms)); ++i) {
+    if (only >= 0 && i != only) continue;
+    const StepGemm& g = kStepGemms[i];
+    const int64_t na = g.M * g.K, nb = g.K * g.N, nc = g.M * g.N;
+    auto a = randv(size_t(na), 11, 1.0f), b = randv(size_t(nb), 12, 0.05f);
+    std::vector<bf16_t> ab(static_cast<size_t>(na)), bb(static_cast<size_t>(nb));
+    f32_to_bf16(a.data(), ab.data(), na);
+    f32_to_bf16(b.data(), bb.data(), nb);
+    std::vector<float> c(size_t(nc), 0.0f), cm(size_t(nc), 0.0f);
+    const float beta = g.ta ? 1.0f : 0.0f;
+    auto dnn = [&] {
+      gemm_bf16_onednn(g.ta, g.tb, g.M, g.N, g.K, 1.0f, ab.data(), bb.data(), beta, c.data());
+    };
+    auto mic = [&] {
+      gemm_micro_bf16(g.ta, g.tb, g.M, g.N, g.K, 1.0f, ab.data(), bb.data(), beta, cm.data());
+    };
+    dnn(), mic();
+    double td = 1e30, tm = 1e30;
+    for (int r = 0; r < reps; ++r)
+      td = std::min(td, best_of(1, dnn)), tm = std::min(tm, best_of(1, mic));
+    const double fl = 2.0 * double(g.M) * double(g.N) * double(g.K);
+    sum_d += td * g.calls, sum_m += tm * g.calls;
+    std::printf("bf16 %-20s %6lldx%6lldx%6lld x%2d/step  onednn %6.1f GFLOP/s %7.1f ms/step  "
+                "micro %6.1f GFLOP/s %7.1f ms/step  %.3fx\n",
+                g.what, (long long)g.M, (long long)g.N, (long long)g.K, g.calls, fl / td * 1e-9,
+                td * g.calls * 1e3, fl / tm * 1e-9, tm * g.calls * 1e3, td / tm);
+    std::fflush(stdout);
+  }
+  std::printf("bf16 sum: onednn %.1f ms/step, micro %.1f ms/step, micro vs onednn %.3fx\n",
+              sum_d * 1e3, sum_m * 1e3, sum_d / sum_m);
+}
+
 // "gemmmicro": the fp32 shapes of gemmstep (rows 0..11, and the LM-head dW at 160 / 1024 rows:
 // 12, 13; other weight gradients: 14..19; one row with OLMO_BENCH_SHAPE=i) through
 // oneDNN directly (not gemm(), which may route to gemm_micro), gemm_micro (blocking from
@@ -434,6 +474,7 @@ int main(int argc, char** argv) {
     bench_attention(reps, p0, b0, what == "all" ? "attn" : what);
   if (what == "gemmstep") bench_step_gemms(reps, p0, b0);
   if (what == "gemmmicro") bench_micro(reps, p0);
+  if (what == "gemmbf16") bench_bf16(reps);
   if (what == "gemmdet") bench_determinism();
   if (what == "probe")  // bf16_mixed's attention choice (attention_bf16.h) at several shapes
     for (AttnShape s : {AttnShape{1, 1024, 4, 4, 64, 0}, AttnShape{1, 2048, 4, 4, 64, 0},

@@ -25,10 +25,10 @@ const std::vector<EnvVar> kDeclared = {
     {"OLMO_ISA", "kernel ISA: scalar|avx2|avx512, capped at the detected level (default: the "
                  "detected level); read once per process"},
     {"OLMO_BF16", "0: no native bf16 kernels even where the CPU has AVX512_BF16; emulate: allow "
-                  "bf16_mixed on a CPU without it (fp32 GEMMs on rounded inputs) (default: native "
-                  "where present)"},
-    {"OLMO_ATTN_BF16", "bf16_mixed's attention kernels: 1 bf16 (where native) | 0 fp32, replacing "
-                       "the start-up probe (default: the probe decides)"},
+                  "bf16_mixed on a CPU without it (the exact emulation: the same bits, slower) "
+                  "(default: native where present)"},
+    {"OLMO_ATTN_BF16", "bf16_mixed's attention kernels: 1 bf16 (native or exactly emulated) | 0 "
+                       "fp32 (default: 1)"},
     // Threads and launch detection.
     {"OMP_NUM_THREADS", "OpenMP threads per process; when set, trainer.threads=0 keeps it "
                         "(default: cores / ranks on the node)"},

@@ -1,8 +1,9 @@
 // bf16 attention entry points (contract in attention_bf16.h): validate the shape, open the
 // profiler scope and run the AVX512_BF16 kernels (attention_bf16_avx512bf16.cpp) where
-// cpu_has_bf16(), else the fp32 kernels of attention.h. Also bf16_mixed's measured choice
-// between the two (attention_bf16_choice: env switch, test override, or the start-up probe;
-// returned with its reason, never printed here: src/train reports it).
+// cpu_has_bf16(), else their exact emulation (attention_bf16_emu.cpp). Also bf16_mixed's choice
+// between them and the fp32 kernels (attention_bf16_choice: the bf16 kernels unless
+// OLMO_ATTN_BF16=0 or the test override says otherwise; never timed; returned with its reason,
+// never printed here: src/train reports it). The timing probe stays for benchmarks.
 #include "kernels/attention_bf16.h"
 
 #include <omp.h>
@@ -15,6 +16,7 @@
 #include "core/profile.h"
 #include "core/runtime.h"
 #include "core/timer.h"
+#include "kernels/attention_bf16_emu.h"
 #include "kernels/attention_mask.h"
 #include "kernels/bf16.h"
 
@@ -77,39 +79,26 @@ std::mutex g_attn_mu;
 bool g_attn_decided = false;
 AttnChoice g_attn;
 
-// Env switch, else the probe; once per process (the test override bypasses the cache).
+// Env switch, else the bf16 kernels; once per process (the test override bypasses the cache).
 void decide_attention() {
   std::lock_guard<std::mutex> lock(g_attn_mu);
   if (g_attn_decided) return;
   AttnChoice& c = g_attn;
+  const char* how = attention_bf16_native() ? "native AVX512_BF16" : "exact emulation";
   const std::string e = runtime().env("OLMO_ATTN_BF16").value_or("");
   if (!e.empty()) {
     OLMO_CHECK(e == "0" || e == "1", "OLMO_ATTN_BF16 = '", e,
-               "' must be 0 (fp32 attention) or 1 (bf16 attention where native)");
-    c.bf16 = e[0] == '1' && attention_bf16_native();
+               "' must be 0 (fp32 attention) or 1 (bf16 attention, the default)");
+    c.bf16 = e[0] == '1';
     c.source = Source::env;
     c.origin = "OLMO_ATTN_BF16";
-    c.why = cat("attention (bf16_mixed): ", c.bf16 ? "bf16" : "fp32",
-                " kernels (OLMO_ATTN_BF16=", e, c.bf16 || e[0] == '0' ? ")" :
-                "; no AVX512_BF16 in use)");
-  } else if (!attention_bf16_native()) {
-    c.source = Source::default_value;
-    c.origin = "no AVX512_BF16 in use";
-    c.why = "attention (bf16_mixed): fp32 kernels (no AVX512_BF16 in use)";
+    c.why = c.bf16 ? cat("attention (bf16_mixed): bf16 kernels (", how, "; OLMO_ATTN_BF16=1)")
+                   : "attention (bf16_mixed): fp32 kernels (OLMO_ATTN_BF16=0)";
   } else {
-    c.probe = probe_attention_precisions();
-    c.probed = true;
-    const AttnProbe& p = c.probe;
-    c.bf16 = p.bf16_gflops / p.fp32_gflops >= 1.1;  // the ratio (1.1 * x rounds up)
-    c.source = Source::probe;
-    c.origin = cat("attention probe T=", p.s.T, " H=", p.s.H, " hd=", p.s.hd, " fwd+bwd");
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "attention (bf16_mixed): %s kernels (probe T=%lld H=%lld hd=%lld fwd+bwd: bf16 "
-                  "%.0f GFLOP/s vs fp32 %.0f, %.2fx; bf16 needs >= 1.10x)",
-                  c.bf16 ? "bf16" : "fp32", (long long)p.s.T, (long long)p.s.H,
-                  (long long)p.s.hd, p.bf16_gflops, p.fp32_gflops, p.bf16_gflops / p.fp32_gflops);
-    c.why = buf;
+    c.bf16 = true;
+    c.source = Source::default_value;
+    c.origin = how;
+    c.why = cat("attention (bf16_mixed): bf16 kernels (", how, ")");
   }
   g_attn_decided = true;
 }
@@ -118,7 +107,7 @@ void decide_attention() {
 AttnChoice attention_bf16_choice() {
   if (g_attn_override >= 0) {
     AttnChoice c;
-    c.bf16 = g_attn_override == 1 && attention_bf16_native();
+    c.bf16 = g_attn_override == 1;
     c.source = Source::test_override;
     c.origin = "set_attention_bf16_override";
     c.why = cat("attention (bf16_mixed): ", c.bf16 ? "bf16" : "fp32", " kernels (test override)");
@@ -130,7 +119,7 @@ AttnChoice attention_bf16_choice() {
 }
 
 bool attention_bf16_chosen() {
-  if (g_attn_override >= 0) return g_attn_override == 1 && attention_bf16_native();
+  if (g_attn_override >= 0) return g_attn_override == 1;
   decide_attention();
   return g_attn.bf16;
 }
@@ -141,20 +130,23 @@ void set_attention_bf16_override(int mode) { g_attn_override = mode; }
 
 void attention_forward_bf16(const AttnShape& s, const float* q, const float* k, const float* v,
                             const int32_t* doc_ids, float* out, float* lse) {
-  if (!attention_bf16_native()) return attention_forward(s, q, k, v, doc_ids, out, lse);
   check_attn_shape(s);
   OLMO_PROFILE("attention_bf16_fwd", attention_flops(s));
-  isa_avx512bf16::attention_fwd_bf16(s, q, k, v, doc_ids, out, lse);
+  if (attention_bf16_native())
+    isa_avx512bf16::attention_fwd_bf16(s, q, k, v, doc_ids, out, lse);
+  else
+    attention_bf16_emu::forward(s, q, k, v, doc_ids, out, lse);
 }
 
 void attention_backward_bf16(const AttnShape& s, const float* q, const float* k, const float* v,
                              const int32_t* doc_ids, const float* out, const float* lse,
                              const float* dout, float* dq, float* dk, float* dv) {
-  if (!attention_bf16_native())
-    return attention_backward(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
   check_attn_shape(s);
   OLMO_PROFILE("attention_bf16_bwd", 2.0 * attention_flops(s));
-  isa_avx512bf16::attention_bwd_bf16(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
+  if (attention_bf16_native())
+    isa_avx512bf16::attention_bwd_bf16(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
+  else
+    attention_bf16_emu::backward(s, q, k, v, doc_ids, out, lse, dout, dq, dk, dv);
 }
 
 }  // namespace olmo::kernels

@@ -19,8 +19,9 @@
 //
 // Fast path: AVX512_BF16 (VDPBF16PS register tiles, attention_bf16_avx512bf16.cpp), same tiling,
 // skipping, threading and determinism as the fp32 kernels. Where kernels::cpu_has_bf16() is false
-// (no AVX512_BF16, OLMO_ISA below avx512, OLMO_BF16=0 or emulate) these entry points run the fp32
-// kernels of attention.h instead (no rounding): bf16_mixed is only chosen on such CPUs for tests.
+// (no AVX512_BF16, OLMO_ISA below avx512, OLMO_BF16=0) these entry points run the exact
+// emulation (attention_bf16_emu.cpp: scalar, the same bits, ~20x slower), so a bf16_mixed run
+// has the same bits on every CPU and ISA (docs/invariance.md).
 // Error against the fp32 kernel: dominated by the input rounding (relative <= 2^-9 per element);
 // tests/kernels/attention_bf16_test.cpp states and checks the bounds.
 // Cost: the fp32 kernels' FLOPs (attention.h) at VDPBF16PS rate (2 multiply-adds per lane and
@@ -38,13 +39,11 @@ namespace olmo::kernels {
 // to the fp32 kernels.
 bool attention_bf16_native();
 
-// bf16_mixed's attention (model/olmo3.cpp): the bf16 kernels where attention_bf16_native() and
-// they measure at least 1.1x the fp32 kernels of attention.h in probe_attention_precisions(),
-// else the fp32 kernels (more accurate, and faster on a core whose VDPBF16PS runs at half its
-// FMA rate: 0.71x on Sapphire Rapids; 1.4-1.6x on Zen 5, bench/results/attention_bf16.md). Decided
-// once per process (cached). Switches: OLMO_ATTN_BF16=1 (bf16 where native) | 0 (fp32)
-// replaces the probe; set_attention_bf16_override (1 / 0 as the variable, -1 back to env or
-// probe; for tests) replaces both.
+// bf16_mixed's attention (model/olmo3.cpp): the bf16 kernels above (native or emulated), a
+// function of the configuration only, never of timing (a pick by timing would change a run's
+// bits from machine to machine). OLMO_ATTN_BF16=0 picks the fp32 kernels of attention.h, =1 (or
+// unset) the bf16 ones; set_attention_bf16_override (1 / 0 as the variable, -1 back to the
+// environment; for tests) replaces it. Decided once per process (cached).
 bool attention_bf16_chosen();
 void set_attention_bf16_override(int mode);
 
@@ -64,16 +63,12 @@ AttnProbe probe_attention_precisions(const AttnShape& s = {1, 1024, 4, 4, 64, 0}
 
 // attention_bf16_chosen()'s decision with its reason; the kernels never print it: the caller
 // (train/model_setup.h report_attention_choice) records it in core/runtime.h and prints `why`.
-// source/origin: env OLMO_ATTN_BF16, the probe (probed; probe holds its timings), the default
-// (fp32: no native bf16) or the test override. why: the one line printed at run start, e.g.
-// "attention (bf16_mixed): bf16 kernels (probe T=1024 H=4 hd=64 fwd+bwd: bf16 298 GFLOP/s vs
-// fp32 178, 1.67x; bf16 needs >= 1.10x)".
+// source/origin: env OLMO_ATTN_BF16, the default or the test override. why: the one line
+// printed at run start, e.g. "attention (bf16_mixed): bf16 kernels (native AVX512_BF16)".
 struct AttnChoice {
   bool bf16 = false;
   Source source = Source::default_value;
   std::string origin, why;
-  bool probed = false;
-  AttnProbe probe;
 };
 AttnChoice attention_bf16_choice();
 std::string attention_bf16_why();  // attention_bf16_choice().why

@@ -2,6 +2,8 @@
 // the stamped loops of bf16_body.h, whose scalar copy is compiled here.
 #include "kernels/bf16.h"
 
+#include <atomic>
+
 #include "core/cpu.h"
 #include "core/profile.h"
 #include "core/runtime.h"
@@ -30,13 +32,20 @@ void f32_to_bf16_serial(const float* x, bf16_t* y, int64_t n) {
   OLMO_DISPATCH(cvt_to_bf16)(x, y, 0, n);
 }
 
+namespace {
+std::atomic<int> g_native_override{-1};
+}  // namespace
+
 bool cpu_has_bf16() {
   static const bool has = [] {
-    if (runtime().env("OLMO_BF16") == "0") return false;
+    const auto e = runtime().env("OLMO_BF16");
+    if (e == "0" || e == "emulate") return false;
     return cpu_has_avx512_bf16();
   }();
-  return has && active_isa() == Isa::avx512;
+  return has && active_isa() == Isa::avx512 && g_native_override.load() != 0;
 }
+
+void set_bf16_native_override(int mode) { g_native_override.store(mode); }
 
 bool bf16_emulated() {  // read on every call: consulted only when a model is set up
   return runtime().env("OLMO_BF16") == "emulate" && !cpu_has_bf16();

@@ -39,14 +39,17 @@ void bf16_to_f32(const bf16_t* x, float* y, int64_t n);
 void f32_to_bf16_serial(const float* x, bf16_t* y, int64_t n);
 
 // True when this CPU has native bf16 dot products (olmo::cpu_has_avx512_bf16(): VDPBF16PS) and
-// the active ISA (OLMO_ISA / olmo::set_isa_override) is AVX-512. OLMO_BF16=0 in the environment
-// reports false (to test the fallback on a CPU that has it).
+// the active ISA (OLMO_ISA / olmo::set_isa_override) is AVX-512. OLMO_BF16=0 or emulate in the
+// environment reports false (to run the emulation on a CPU that has it); so does
+// set_bf16_native_override(0)
+// (for tests in one process: the AVX-512 kernels without VDPBF16PS; -1 back to the above).
 bool cpu_has_bf16();
+void set_bf16_native_override(int mode);
 
 // True when OLMO_BF16=emulate is set and cpu_has_bf16() is false: bf16_mixed is then allowed
-// (explicitly; auto never picks it) and runs the same rounding points through gemm_bf16's fp32
-// fallback, slower than fp32. For checking the bf16 numerics on a CPU without native bf16
-// (tests/model/bf16_parity.py); not a speed path.
+// (explicitly; auto never picks it) and runs the exact emulation of the native bf16 kernels
+// (gemm_micro_bf16, attention_bf16_emu.cpp: the same bits), slower than fp32. For bf16_mixed
+// on a CPU without native bf16 (and its checks: tests/model/bf16_parity.py, train_golden).
 bool bf16_emulated();
 // cpu_has_bf16() || bf16_emulated(): whether an explicit bf16_mixed may run.
 bool bf16_usable();

@@ -1,10 +1,10 @@
-// gemm() (gemm_micro for every call), gemm_bf16() (oneDNN, for now: gemm.h), the oneDNN-backed
-// counterparts for benchmarks (gemm_onednn / gemm_bf16_onednn) and the references. Primitives are created once per
+// gemm() (gemm_micro for every call), gemm_bf16() (gemm_micro_bf16 for every call), the
+// oneDNN-backed counterparts for benchmarks (gemm_onednn / gemm_bf16_onednn) and the
+// references. oneDNN primitives are created once per
 // (input type, ta, tb, M, N, K, lds, alpha, beta != 0) and cached; oneDNN's own primitive cache
 // would also work, but keeping the primitive object avoids re-hashing descriptors on every call.
 // Where oneDNN has no bf16 matmul for this CPU (Debian's oneDNN on an AVX2-only part, say),
-// gemm_bf16 widens A and B to fp32 (exact) and runs the fp32 matmul: the same products (exact
-// in fp32 either way) and fp32 accumulation, only slower and in oneDNN's fp32 summation order.
+// gemm_bf16_onednn widens A and B to fp32 (exact) and runs the fp32 matmul.
 #include "kernels/gemm.h"
 
 #include <dnnl.hpp>
@@ -157,7 +157,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
                const bf16_t* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc) {
   OLMO_PROFILE_SHAPE("gemm_bf16", M, N, K, 2.0 * double(M) * double(N) * double(K));
-  run(true, ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
+  gemm_micro_bf16(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc);
 }
 
 void gemm_onednn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

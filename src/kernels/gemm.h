@@ -2,12 +2,14 @@
 // bits of every fp32 training GEMM depend only on its inputs and the constant kc -- never on the
 // ISA (scalar / AVX2 / AVX-512), the thread count or the detected cache sizes
 // (docs/invariance.md); oneDNN's fp32 matmul is kept only as gemm_onednn, which no bit of a
-// training run depends on (benchmarks and tests compare against it). bf16: oneDNN's matmul
-// (gemm_bf16 = gemm_bf16_onednn; gemm_micro_bf16 is the invariant alternative). Plus slow
-// references for tests. Two input precisions:
+// training run depends on (benchmarks and tests compare against it). bf16: gemm_micro_bf16
+// for every call (VDPBF16PS's arithmetic, native where the CPU has AVX512_BF16, emulated bit for
+// bit elsewhere: the same bits on every ISA); oneDNN's bf16 matmul only as gemm_bf16_onednn.
+// Plus slow references for tests. Two input precisions:
 //   gemm       fp32 x fp32 -> fp32
-//   gemm_bf16  bf16 x bf16 -> fp32 (products exact in fp32, fp32 accumulation; beta = 1 adds
-//              into an fp32 C: how bf16_mixed accumulates weight gradients)
+//   gemm_bf16  bf16 x bf16 -> fp32 (products exact in fp32, fp32 accumulation, denormal bf16
+//              inputs and fp32 partial sums flushed to zero; beta = 1 adds into an fp32 C: how
+//              bf16_mixed accumulates weight gradients)
 //
 //   C[M,N] = alpha * op(A) @ op(B) + beta * C        (row-major)
 //   op(A) is [M,K]: A stored [M,K] (ta=false, lda >= K) or [K,M] (ta=true, lda >= M)
@@ -31,8 +33,8 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
           const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
           int64_t ldc = 0);
 
-// Same contract with bf16 A and B (bf16.h), through oneDNN: its bits depend on the CPU (native
-// AVX512_BF16 or the widened fp32 matmul) -- gemm_micro_bf16 (gemm_micro.h) does not.
+// Same contract with bf16 A and B (bf16.h): gemm_micro_bf16 (gemm_micro.h), whose bits depend
+// on its inputs only.
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const bf16_t* A,
                const bf16_t* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                int64_t ldc = 0);

@@ -12,6 +12,7 @@
 #include "kernels/scratch.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm_args.h"
+#include "kernels/gemm_bf16_native.h"
 #include "kernels/gemm_micro_body.h"
 
 namespace olmo::kernels {
@@ -23,44 +24,60 @@ constexpr int64_t kMR = 6;
 int64_t gemm_micro_nr() { return OLMO_DISPATCH(micro_nr)(); }
 
 namespace {
-// The driver for both input types: T = float (micro_pack_*) or bf16_t (micro_pack_*_bf16,
-// widened while packed); the tiles see fp32 either way.
+using MacroFn = void (*)(int64_t, int64_t, int64_t, const float*, const float*, float, float, bool,
+                         float*, int64_t);
+
+// One register-tile path: its NR, its tile loop (micro_macro or a bf16 dot one) and how deep a
+// packed block of kc depth steps is, in floats per row or column: kc (fp32), kc rounded up to
+// even (the emulated VDPBF16PS), or its pairs (the native one, a bf16 pair per float).
+struct Path {
+  int64_t nr;
+  MacroFn macro;
+  enum Depth { steps, even, pairs } depth;
+  int64_t packed(int64_t kc) const {
+    return depth == steps ? kc : depth == even ? kc + (kc & 1) : (kc + 1) / 2;
+  }
+};
+
+// The driver for both input types: T = float (micro_pack_*) or bf16_t (micro_pack_*_dot /
+// gemm_dot_pack_*: VDPBF16PS's operands, emulated or native).
 template <class In, class PackA, class PackB>
 void drive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const In* A,
            const In* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc,
-           const GemmMicroBlocking& blk, PackA pack_a, PackB pack_b) {
+           const GemmMicroBlocking& blk, PackA pack_a, PackB pack_b, const Path& path) {
   OLMO_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm_micro: negative size");
   OLMO_CHECK(blk.kc > 0 && blk.mc > 0 && blk.nc > 0, "gemm_micro: bad blocking");
+  OLMO_CHECK(path.depth == Path::steps || blk.kc % 2 == 0, "gemm_micro_bf16: kc = ", blk.kc,
+             " must be even (whole bf16 pairs per block)");
   if (gemm_args_done(ta, tb, M, N, K, beta, C, lda, ldb, ldc)) return;
-  const int64_t NR = gemm_micro_nr();
-  const auto macro = OLMO_DISPATCH(micro_macro);
-  const int64_t kc = std::min(blk.kc, K);
+  const int64_t NR = path.nr;
+  const int64_t kc = std::min(blk.kc, K), kcp = path.packed(kc);
   const int64_t mc = (std::min(blk.mc, M) + kMR - 1) / kMR * kMR;
   const int64_t nc = (std::min(blk.nc, N) + NR - 1) / NR * NR;
   const int64_t slivers = (M + kMR - 1) / kMR;
   int64_t nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   nt = std::max<int64_t>(1, std::min(nt, slivers));
-  float* Bp = scratch<float>(Scratch::gemm_pack_b, kc * nc);
+  float* Bp = scratch<float>(Scratch::gemm_pack_b, kcp * nc);
 #pragma omp parallel num_threads(int(nt))
   {
     const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
-    float* Ap = scratch<float>(Scratch::gemm_pack_a, mc * kc);
+    float* Ap = scratch<float>(Scratch::gemm_pack_a, mc * kcp);
     const int64_t m0 = slivers * t / T * kMR, m1 = std::min(M, slivers * (t + 1) / T * kMR);
     for (int64_t jc = 0; jc < N; jc += nc) {
       const int64_t ncur = std::min(nc, N - jc), nsl = (ncur + NR - 1) / NR;
       for (int64_t pc = 0; pc < K; pc += kc) {
-        const int64_t kcur = std::min(kc, K - pc);
+        const int64_t kcur = std::min(kc, K - pc), kp = path.packed(kcur);
         {  // this thread's share of the panel's slivers, then wait for the whole panel
           const int64_t s0 = nsl * t / T, s1 = nsl * (t + 1) / T;
           if (s1 > s0)
             pack_b(tb, B, ldb, pc, kcur, jc + s0 * NR, std::min(ncur, s1 * NR) - s0 * NR,
-                   Bp + s0 * NR * kcur);
+                   Bp + s0 * NR * kp);
         }
 #pragma omp barrier
         for (int64_t ic = m0; ic < m1; ic += mc) {
           const int64_t mcur = std::min(mc, m1 - ic);
           pack_a(ta, A, lda, ic, mcur, pc, kcur, Ap);
-          macro(mcur, ncur, kcur, Ap, Bp, alpha, beta, pc == 0, C + ic * ldc + jc, ldc);
+          path.macro(mcur, ncur, kp, Ap, Bp, alpha, beta, pc == 0, C + ic * ldc + jc, ldc);
         }
 #pragma omp barrier
       }
@@ -73,14 +90,21 @@ void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
                 const float* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc,
                 const GemmMicroBlocking& blk) {
   drive(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, blk, OLMO_DISPATCH(micro_pack_a),
-        OLMO_DISPATCH(micro_pack_b));
+        OLMO_DISPATCH(micro_pack_b), Path{gemm_micro_nr(), OLMO_DISPATCH(micro_macro), Path::steps});
 }
 
 void gemm_micro_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                      const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda,
                      int64_t ldb, int64_t ldc, const GemmMicroBlocking& blk) {
-  drive(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, blk,
-        OLMO_DISPATCH(micro_pack_a_bf16), OLMO_DISPATCH(micro_pack_b_bf16));
+  if (cpu_has_bf16()) {
+    drive(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, blk,
+          isa_avx512bf16::gemm_dot_pack_a, isa_avx512bf16::gemm_dot_pack_b,
+          Path{isa_avx512bf16::gemm_dot_nr(), isa_avx512bf16::gemm_dot_macro, Path::pairs});
+  } else {
+    drive(ta, tb, M, N, K, alpha, A, B, beta, C, lda, ldb, ldc, blk,
+          OLMO_DISPATCH(micro_pack_a_dot), OLMO_DISPATCH(micro_pack_b_dot),
+          Path{gemm_micro_nr(), OLMO_DISPATCH(micro_macro_dot), Path::even});
+  }
 }
 
 }  // namespace olmo::kernels

@@ -35,9 +35,17 @@ void gemm_micro(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
                 const float* B, float beta, float* C, int64_t lda = 0, int64_t ldb = 0,
                 int64_t ldc = 0, const GemmMicroBlocking& blk = GemmMicroBlocking{});
 
-// Same contract with bf16 A and B, widened to fp32 (exactly) while packed: the bits of
-// gemm_micro on the widened matrices. Products of two bf16 are exact in fp32, so this is the
-// bf16 GEMM's result under fp32 accumulation in gemm_micro's order, on every ISA.
+// Same contract with bf16 A and B in VDPBF16PS's arithmetic (measured on Zen 4, ctest
+// kernels_bf16_dot_semantics; docs/invariance.md): per C element and kc block, from a zero
+// accumulator, for each depth pair q in order
+//   acc = FTZ(fma(A[2q+1], B[2q+1], acc));  acc = FTZ(fma(A[2q], B[2q], acc))
+// (the odd element first, each product fused, one rounding to nearest even each; denormal bf16
+// inputs read as zero, FTZ: a denormal sum flushed to zero with its sign; a block of odd depth
+// padded with a zero pair element), then the blocks into C as gemm_micro (one fmadd each, K
+// order). kc must be even. Native VDPBF16PS tiles (6 x 64) where kernels::cpu_has_bf16()
+// (gemm_bf16_avx512bf16.cpp), else the emulation on every ISA (operands widened, pair-swapped
+// and flushed while packed; gemm_micro's tile with Vec::ftz after each fmadd): the same bits
+// on every ISA, thread count and CPU. The emulation costs about twice gemm_micro (the flush).
 void gemm_micro_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                      const bf16_t* A, const bf16_t* B, float beta, float* C, int64_t lda = 0,
                      int64_t ldb = 0, int64_t ldc = 0,

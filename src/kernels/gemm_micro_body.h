@@ -20,21 +20,27 @@
 #define OLMO_GEMM_MICRO_BODY_DECLS                                                              \
   /* Columns of the register tile (NR) of this ISA's copy. */                                   \
   int64_t micro_nr();                                                                           \
-  /* Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] (gemm.h's op) into the packed A layout; the      */ \
-  /* _bf16 copies read bf16 (uint16_t) and widen exactly.                                     */ \
+  /* Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] (gemm.h's op) into the packed A layout. */        \
   void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,  \
                     int64_t kc, float* Ap);                                                     \
-  void micro_pack_a_bf16(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc,      \
-                         int64_t p0, int64_t kc, float* Ap);                                    \
   /* Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into the packed B layout. */                       \
   void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,  \
                     int64_t nc, float* Bp);                                                     \
-  void micro_pack_b_bf16(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc,      \
-                         int64_t j0, int64_t nc, float* Bp);                                    \
+  /* The same from bf16 (uint16_t) for gemm_micro_bf16's emulation of VDPBF16PS: widened,    */ \
+  /* denormals read as zero, the depth's pairs (2q, 2q+1) swapped (odd first) and padded to  */ \
+  /* an even depth with zeros: kc + (kc & 1) packed steps.                                    */ \
+  void micro_pack_a_dot(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc,       \
+                        int64_t p0, int64_t kc, float* Ap);                                     \
+  void micro_pack_b_dot(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc,       \
+                        int64_t j0, int64_t nc, float* Bp);                                     \
   /* C[0:mc, 0:nc] (row stride ldc) = alpha * Ap Bp + (first ? beta * C : C); beta == 0 with */ \
   /* first: C is not read. */                                                                   \
   void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,        \
-                   float alpha, float beta, bool first, float* C, int64_t ldc);
+                   float alpha, float beta, bool first, float* C, int64_t ldc);                 \
+  /* The same with every accumulation flushed to zero where denormal (Vec::ftz): on the      */ \
+  /* micro_pack_*_dot operands, VDPBF16PS's arithmetic (gemm_micro.h).                        */ \
+  void micro_macro_dot(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,    \
+                       float alpha, float beta, bool first, float* C, int64_t ldc);
 
 namespace olmo::kernels {
 OLMO_FOR_EACH_ISA(OLMO_GEMM_MICRO_BODY_DECLS)
@@ -47,6 +53,8 @@ constexpr int kGemmNR = 2 * Vec::W;
 
 // One MR x NR tile of C (m <= MR valid rows, n <= NR valid columns) from a packed A sliver and a
 // packed B sliver of depth kc. Edge tiles run the same arithmetic on a copy in a local buffer.
+// Ftz: each accumulation flushed to zero where denormal (the emulation of VDPBF16PS).
+template <bool Ftz>
 inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float* C, int64_t ldc,
                        int64_t m, int64_t n, float alpha, float beta, bool first) {
   constexpr int W = Vec::W;
@@ -67,6 +75,7 @@ inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float*
       const Vec::R a = Vec::set1(Ap[p * kGemmMR + r]);
       c[r][0] = Vec::fmadd(a, b0, c[r][0]);
       c[r][1] = Vec::fmadd(a, b1, c[r][1]);
+      if constexpr (Ftz) c[r][0] = Vec::ftz(c[r][0]), c[r][1] = Vec::ftz(c[r][1]);
     }
   }
   const bool full = m == kGemmMR && n == kGemmNR;
@@ -103,18 +112,9 @@ inline void gemm_micro_tile(int64_t kc, const float* Ap, const float* Bp, float*
 int64_t micro_nr() { return kGemmNR; }
 
 namespace {
-// Exact widening of a packed operand: fp32 as is, bf16 (uint16_t) by a 16-bit shift.
+// A packed operand's element: fp32 as is.
 inline float widen1(float x) { return x; }
-inline float widen1(uint16_t x) {
-  const uint32_t u = uint32_t(x) << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 inline void widen_copy(float* d, const float* s, int64_t n) { memcpy(d, s, size_t(n) * 4); }
-inline void widen_copy(float* d, const uint16_t* s, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = widen1(s[i]);
-}
 
 template <class T>
 void pack_a(bool ta, const T* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
@@ -204,35 +204,88 @@ void pack_b(bool tb, const T* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0
   }
 }
 
+// The operands of the VDPBF16PS emulation (micro_pack_*_dot): op(X)'s depth index p read as
+// p ^ 1 (pairs swapped), zero at p ^ 1 >= kc (the even-depth pad), bf16 denormals as zero.
+inline float widen_daz(uint16_t x) {
+  const uint32_t u = uint32_t((x & 0x7f80u) == 0 ? (x & 0x8000u) : x) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+void pack_a_dot(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                int64_t kc, float* Ap) {
+  const int64_t kp = kc + (kc & 1);
+  for (int64_t s = 0; s * kGemmMR < mc; ++s) {
+    float* dst = Ap + s * kGemmMR * kp;
+    const int64_t m = mc - s * kGemmMR < kGemmMR ? mc - s * kGemmMR : kGemmMR;
+    for (int64_t p = 0; p < kp; ++p) {
+      const int64_t q = p ^ 1;
+      for (int64_t r = 0; r < kGemmMR; ++r) {
+        const int64_t i = i0 + s * kGemmMR + r;
+        dst[p * kGemmMR + r] =
+            r < m && q < kc ? widen_daz(ta ? A[(p0 + q) * lda + i] : A[i * lda + p0 + q]) : 0.0f;
+      }
+    }
+  }
+}
+
+void pack_b_dot(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                int64_t nc, float* Bp) {
+  const int64_t kp = kc + (kc & 1);
+  for (int64_t s = 0; s * kGemmNR < nc; ++s) {
+    float* dst = Bp + s * kGemmNR * kp;
+    const int64_t n = nc - s * kGemmNR < kGemmNR ? nc - s * kGemmNR : kGemmNR;
+    for (int64_t p = 0; p < kp; ++p) {
+      const int64_t q = p ^ 1;
+      for (int64_t c = 0; c < kGemmNR; ++c) {
+        const int64_t j = j0 + s * kGemmNR + c;
+        dst[p * kGemmNR + c] =
+            c < n && q < kc ? widen_daz(tb ? B[j * ldb + p0 + q] : B[(p0 + q) * ldb + j]) : 0.0f;
+      }
+    }
+  }
+}
+
+template <bool Ftz>
+void macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp, float alpha,
+           float beta, bool first, float* C, int64_t ldc) {
+  for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
+    const int64_t n = nc - jr < kGemmNR ? nc - jr : kGemmNR;
+    for (int64_t ir = 0; ir < mc; ir += kGemmMR) {
+      const int64_t m = mc - ir < kGemmMR ? mc - ir : kGemmMR;
+      gemm_micro_tile<Ftz>(kc, Ap + ir * kc, Bp + jr * kc, C + ir * ldc + jr, ldc, m, n, alpha,
+                           beta, first);
+    }
+  }
+}
+
 }  // namespace
 
 void micro_pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
                   int64_t kc, float* Ap) {
   pack_a(ta, A, lda, i0, mc, p0, kc, Ap);
 }
-void micro_pack_a_bf16(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc,
-                       int64_t p0, int64_t kc, float* Ap) {
-  pack_a(ta, A, lda, i0, mc, p0, kc, Ap);
-}
 void micro_pack_b(bool tb, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
                   int64_t nc, float* Bp) {
   pack_b(tb, B, ldb, p0, kc, j0, nc, Bp);
 }
-void micro_pack_b_bf16(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc,
-                       int64_t j0, int64_t nc, float* Bp) {
-  pack_b(tb, B, ldb, p0, kc, j0, nc, Bp);
+void micro_pack_a_dot(bool ta, const uint16_t* A, int64_t lda, int64_t i0, int64_t mc,
+                      int64_t p0, int64_t kc, float* Ap) {
+  pack_a_dot(ta, A, lda, i0, mc, p0, kc, Ap);
+}
+void micro_pack_b_dot(bool tb, const uint16_t* B, int64_t ldb, int64_t p0, int64_t kc,
+                      int64_t j0, int64_t nc, float* Bp) {
+  pack_b_dot(tb, B, ldb, p0, kc, j0, nc, Bp);
 }
 
 void micro_macro(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,
                  float alpha, float beta, bool first, float* C, int64_t ldc) {
-  for (int64_t jr = 0; jr < nc; jr += kGemmNR) {
-    const int64_t n = nc - jr < kGemmNR ? nc - jr : kGemmNR;
-    for (int64_t ir = 0; ir < mc; ir += kGemmMR) {
-      const int64_t m = mc - ir < kGemmMR ? mc - ir : kGemmMR;
-      gemm_micro_tile(kc, Ap + ir * kc, Bp + jr * kc, C + ir * ldc + jr, ldc, m, n, alpha, beta,
-                      first);
-    }
-  }
+  macro<false>(mc, nc, kc, Ap, Bp, alpha, beta, first, C, ldc);
+}
+void micro_macro_dot(int64_t mc, int64_t nc, int64_t kc, const float* Ap, const float* Bp,
+                     float alpha, float beta, bool first, float* C, int64_t ldc) {
+  macro<true>(mc, nc, kc, Ap, Bp, alpha, beta, first, C, ldc);
 }
 
 }  // namespace OLMO_ISA_NS

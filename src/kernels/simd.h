@@ -92,6 +92,12 @@ struct Vec {
   static R lt_zero(R x, R lim, R v) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~_mm512_cmp_ps_mask(x, lim, _CMP_LT_OQ)), v);
   }
+  // Zero (sign kept) where the exponent field is 0: flush-to-zero of a denormal, as VDPBF16PS
+  // flushes its results (kernels/gemm_micro.h gemm_micro_bf16's emulation).
+  static R ftz(R a) {
+    const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(a), set1(0x1p-126f), _CMP_LT_OQ);
+    return _mm512_mask_and_ps(a, d, a, set1(-0.0f));
+  }
   static float hsum_w(R a) { return _mm512_reduce_add_ps(a); }
   static float hmax(R a) { return _mm512_reduce_max_ps(a); }
   static void opaque(R& a) { __asm__ volatile("" : "+v"(a)); }
@@ -136,6 +142,10 @@ struct Vec {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
   }
   static R lt_zero(R x, R lim, R v) { return _mm256_andnot_ps(_mm256_cmp_ps(x, lim, _CMP_LT_OQ), v); }
+  static R ftz(R a) {
+    const R mag = _mm256_andnot_ps(set1(-0.0f), a);
+    return _mm256_andnot_ps(_mm256_and_ps(_mm256_cmp_ps(mag, set1(0x1p-126f), _CMP_LT_OQ), mag), a);
+  }
   static float hsum_w(R a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -195,6 +205,13 @@ struct Vec {
   static R ldexp(R p, R k) { return ldexpf(p, int(k)); }
   static R ldexp127(R p, R k) { return ldexpf(p, int(k)); }
   static R lt_zero(R x, R lim, R v) { return x < lim ? 0.0f : v; }
+  static R ftz(R a) {
+    uint32_t u;
+    memcpy(&u, &a, 4);
+    if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+    memcpy(&a, &u, 4);
+    return a;
+  }
   static float hsum_w(R a) { return a; }
   static float hmax(R a) { return a; }
   static void opaque(R& a) { __asm__ volatile("" : "+m"(a)); }

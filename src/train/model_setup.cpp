@@ -124,11 +124,7 @@ void report_attention_choice() {
   static std::once_flag once;
   std::call_once(once, [] {
     const kernels::AttnChoice a = kernels::attention_bf16_choice();
-    Setting s{"attention", a.bf16 ? "bf16" : "fp32", a.source, a.origin, a.why, {}};
-    if (a.probed)
-      s.figures = {{"bf16_gflops", a.probe.bf16_gflops}, {"fp32_gflops", a.probe.fp32_gflops},
-                   {"ratio", a.probe.bf16_gflops / a.probe.fp32_gflops}, {"needs", 1.1}};
-    runtime().set(std::move(s));
+    runtime().set(Setting{"attention", a.bf16 ? "bf16" : "fp32", a.source, a.origin, a.why, {}});
     std::fprintf(stderr, "%s\n", a.why.c_str());
   });
 }

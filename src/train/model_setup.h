@@ -44,9 +44,9 @@ PrecisionChoice choose_precision(const Config& c);
 // (choose_precision also records its pick in core/runtime.h as setting "precision": source
 // config, probe with the GEMM timings, or test override.)
 
-// bf16_mixed's attention kernels (kernels::attention_bf16_choice: OLMO_ATTN_BF16, else the
-// attention probe): decided, recorded in core/runtime.h as setting "attention" (with the
-// probe's timings) and printed to stderr once per process ("attention (bf16_mixed): ...").
+// bf16_mixed's attention kernels (kernels::attention_bf16_choice: OLMO_ATTN_BF16, else the bf16
+// kernels): decided, recorded in core/runtime.h as setting "attention" and printed to stderr
+// once per process ("attention (bf16_mixed): ...").
 // Called where a bf16_mixed model is set up for training (trainer_builder.cpp).
 void report_attention_choice();
 

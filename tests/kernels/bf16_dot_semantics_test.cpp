@@ -18,23 +18,15 @@
 #include <random>
 
 #include "core/cpu.h"
+#include "kernels/bf16_bits.h"
 #include "kernels/isa_util.h"
 
-namespace {
+using olmo::testing::bf;
+using olmo::testing::bits;
+using olmo::testing::f32;
+using olmo::testing::flush;
 
-float f32(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float bf(uint16_t h) { return f32(uint32_t(h) << 16); }
-// Zero with the sign kept where the exponent field is 0 (DAZ on an input, FTZ on a result).
-float flush(float x) { return (bits(x) & 0x7f800000u) == 0 ? f32(bits(x) & 0x80000000u) : x; }
+namespace {
 
 // The candidate emulations of one lane.
 float fused_odd_first(float acc, uint16_t a0, uint16_t a1, uint16_t b0, uint16_t b1) {

@@ -2,7 +2,7 @@
 // (set_isa_override): all transposes, odd sizes (edge tiles in both directions, M and N below one
 // tile), several kc / mc / nc blocks per dimension (small blockings), alpha / beta, ld strides,
 // beta = 0 over NaN; no write outside C's M x N; the same bits for any ISA, thread count and
-// mc / nc at one kc; gemm() equals gemm_micro, gemm_micro_bf16 gemm_micro on widened inputs.
+// mc / nc at one kc; gemm() equals gemm_micro.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -130,8 +130,8 @@ TEST(GemmMicro, SameBitsForAnyIsaThreadCountAndMcNc) {
 
 // gemm() runs gemm_micro on every shape and ISA (gemm.h): its bits equal gemm_micro's, and
 // differ from oneDNN's at K = 600 (several kc blocks of both), so the test would see a call that
-// went elsewhere. gemm_micro_bf16 equals gemm_micro on the widened matrices.
-TEST(GemmMicro, GemmRunsGemmMicroAndBf16IsTheWidenedFp32) {
+// went elsewhere. (gemm_bf16 / gemm_micro_bf16: gemm_bf16_dot_test.cpp.)
+TEST(GemmMicro, GemmRunsGemmMicro) {
   olmo::testing::IsaGuard guard;
   for (olmo::Isa isa : olmo::testing::isas()) {
     olmo::set_isa_override(isa);
@@ -148,21 +148,6 @@ TEST(GemmMicro, GemmRunsGemmMicroAndBf16IsTheWidenedFp32) {
           << "the two kernels agree bit for bit here: the routing would be invisible";
       EXPECT_EQ(std::memcmp(g.data(), micro.data(), g.size() * sizeof(float)), 0)
           << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M;
-      // bf16: round A and B to bf16, then gemm_micro_bf16 == gemm_micro on the widened values.
-      std::vector<olmo::kernels::bf16_t> ab(c.A.size()), bb(c.B.size());
-      std::vector<float> aw(c.A.size()), bw(c.B.size());
-      for (size_t i = 0; i < ab.size(); ++i)
-        ab[i] = olmo::kernels::f32_to_bf16_ref(c.A[i]),
-        aw[i] = olmo::kernels::bf16_to_f32_ref(ab[i]);
-      for (size_t i = 0; i < bb.size(); ++i)
-        bb[i] = olmo::kernels::f32_to_bf16_ref(c.B[i]),
-        bw[i] = olmo::kernels::bf16_to_f32_ref(bb[i]);
-      std::vector<float> gb = c.C, mw = c.C;
-      olmo::kernels::gemm_micro_bf16(ta, tb, M, N, K, 1.0f, ab.data(), bb.data(), 1.0f,
-                                     gb.data());
-      gemm_micro(ta, tb, M, N, K, 1.0f, aw.data(), bw.data(), 1.0f, mw.data());
-      EXPECT_EQ(std::memcmp(gb.data(), mw.data(), gb.size() * sizeof(float)), 0)
-          << "bf16 " << olmo::isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M;
     }
   }
 }

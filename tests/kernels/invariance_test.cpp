@@ -1,7 +1,9 @@
 // ISA and thread-count invariance of every kernel on the training path (docs/invariance.md):
 // each kernel runs on fixed random inputs under every dispatch level this CPU can execute
 // (OLMO_ISA scalar / avx2 / avx512 through set_isa_override) and 1, 2 and 3 OpenMP threads, and
-// every output must equal the first run's bit for bit. Shapes are odd on purpose (tails of 1..15
+// every output must equal the first run's bit for bit; on a CPU with AVX512_BF16 also at avx512
+// with the native bf16 kernels off (their exact emulation). bf16 kernels: gemm_micro_bf16 and
+// the bf16 attention, forward and backward. Shapes are odd on purpose (tails of 1..15
 // lanes past the 16-lane V16 blocks and past AVX2's 8, head dims not a multiple of 8, several
 // gemm_micro kc blocks). Also: every OpenMP thread computes under the pinned MXCSR (core/cpu.h).
 // Accuracy against references lives in each kernel's own test; this one checks bits only.
@@ -16,6 +18,7 @@
 
 #include "core/cpu.h"
 #include "kernels/attention.h"
+#include "kernels/attention_bf16.h"
 #include "kernels/bf16.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
@@ -39,22 +42,33 @@ std::vector<float> rnd(size_t n, uint64_t seed, double scale = 1.0) {
 }
 
 // Runs `f` (which fills its outputs from scratch each call and returns them as one byte string)
-// under every ISA level and 1/2/3 threads; every run must return the first run's bytes.
+// under every ISA level and 1/2/3 threads, and at avx512 on a CPU with AVX512_BF16 once more with
+// the native bf16 kernels turned off (set_bf16_native_override: their emulation); every run must
+// return the first run's bytes.
 void expect_invariant(const std::string& what, const std::function<std::string()>& f) {
   olmo::testing::IsaGuard guard;
+  struct NativeReset {
+    ~NativeReset() { set_bf16_native_override(-1); }
+  } reset;
   const int nt0 = omp_get_max_threads();
   std::string first, first_at;
   for (olmo::Isa isa : olmo::testing::isas()) {
-    olmo::set_isa_override(isa);
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
-      const std::string got = f();
-      const std::string at = std::string(olmo::isa_name(isa)) + " x" + std::to_string(threads);
-      if (first_at.empty()) {
-        first = got, first_at = at;
-        continue;
+    for (int native : {1, 0}) {
+      if (!native && !(isa == olmo::Isa::avx512 && olmo::cpu_has_avx512_bf16())) continue;
+      olmo::set_isa_override(isa);
+      set_bf16_native_override(native ? -1 : 0);
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        const std::string got = f();
+        const std::string at = std::string(olmo::isa_name(isa)) +
+                               (cpu_has_bf16() ? " bf16-native" : "") + " x" +
+                               std::to_string(threads);
+        if (first_at.empty()) {
+          first = got, first_at = at;
+          continue;
+        }
+        EXPECT_TRUE(got == first) << what << ": " << at << " differs from " << first_at;
       }
-      EXPECT_TRUE(got == first) << what << ": " << at << " differs from " << first_at;
     }
   }
   omp_set_num_threads(nt0);
@@ -172,7 +186,7 @@ TEST(Invariance, Bf16Conversion) {
 TEST(Invariance, Gemm) {
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
-      const int64_t M = 45, N = 70, K = 600;  // K: three kc blocks
+      const int64_t M = 45, N = 70, K = 601;  // K: three kc blocks, the last of odd depth
       const auto A = rnd(size_t(M * K), 13), B = rnd(size_t(K * N), 14);
       const auto C0 = rnd(size_t(M * N), 15);
       std::vector<bf16_t> Ab(A.size()), Bb(B.size());
@@ -216,11 +230,15 @@ TEST(Invariance, Attention) {
     for (const int32_t* docs : doc_sets)
       expect_invariant("attention T=" + std::to_string(T) + (docs ? " docs" : ""), [&] {
         std::vector<float> out(nq), lse(static_cast<size_t>(2 * H * T)), dq(nq), dk(nk), dv(nk);
-        attention_forward(sh, q.data(), k.data(), v.data(), docs, out.data(), lse.data());
-        attention_backward(sh, q.data(), k.data(), v.data(), docs, out.data(), lse.data(),
-                           dout.data(), dq.data(), dk.data(), dv.data());
         std::string s;
-        put(s, out), put(s, lse), put(s, dq), put(s, dk), put(s, dv);
+        for (bool bf : {false, true}) {  // the fp32 kernels, then the bf16 ones
+          (bf ? attention_forward_bf16 : attention_forward)(sh, q.data(), k.data(), v.data(),
+                                                            docs, out.data(), lse.data());
+          (bf ? attention_backward_bf16 : attention_backward)(
+              sh, q.data(), k.data(), v.data(), docs, out.data(), lse.data(), dout.data(),
+              dq.data(), dk.data(), dv.data());
+          put(s, out), put(s, lse), put(s, dq), put(s, dk), put(s, dv);
+        }
         return s;
       });
   }

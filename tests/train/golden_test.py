@@ -12,7 +12,8 @@ each, sorted by name), computed here, independent of our code.
 
 Cells: every kernel path this CPU executes -- fp32 at each ISA level (OLMO_ISA=scalar / avx2 /
 avx512, oneDNN capped alike with ONEDNN_MAX_CPU_ISA), bf16_mixed native (AVX512_BF16) and
-emulated (OLMO_BF16=emulate) at each level -- times (threads, processes): all of (1,1), (2,1),
+emulated (OLMO_BF16=emulate: the exact emulation of VDPBF16PS, even on a CPU that has it) at each
+level -- times (threads, processes): all of (1,1), (2,1),
 (3,1), (1,2), (1,3) (mpirun, one thread each) on the CPU's best path, (1,1) and (2,1) on the
 other paths the golden lists, (1,1) on the others (layouts(): the runtime). Each cell is run and
 reported (one line per cell).
@@ -20,8 +21,8 @@ Checks:
   1. every cell of a path the golden file lists under "paths" reproduces the golden exactly;
   2. every cell of every path reproduces that path's (1 thread, 1 process) cell (thread and
      process invariance, whatever the path);
-A path the golden does not list (its kernels are not ISA-invariant yet: issue 46 items 1-3) is
-run and reported, compared with the golden for information ("differs from the golden at step
+A path the golden does not list (one that did not reproduce it where it was recorded) is run and
+reported, compared with the golden for information ("differs from the golden at step
 N"), never counted as a failure; a path this CPU lacks is announced as NOT RUN here (check_skips.py).
 
 A golden changes only in a commit that says which recipe or kernel change moved the trajectory,
@@ -52,10 +53,9 @@ PRECISIONS = ("fp32", "bf16_mixed")
 LAYOUTS = ((1, 1), (2, 1), (3, 1), (1, 2), (1, 3))  # (threads, processes)
 # Why a precision's paths may not be listed (enforced) whatever this CPU reproduces: a golden lists
 # only kernels docs/invariance.md claims invariant across CPU generations, so that another CPU can
-# fail only for a real finding.
-NOT_LISTABLE = {"bf16_mixed": "bf16_mixed is not ISA-invariant yet (issue 46 item 3: its GEMMs "
-                              "are oneDNN's, whose bits may differ on another CPU generation, e.g. "
-                              "AMX on Intel): every path is run and compared for information only"}
+# fail only for a real finding. Empty since issue 46 item 3 (bf16_mixed's GEMMs and attention on
+# VDPBF16PS or its exact emulation).
+NOT_LISTABLE = {}
 STEPS = 24
 TOKENS = 64 * 6 * 28  # 168 instances: 24 steps x 6 in the first epoch
 MASK = (1 << 64) - 1
@@ -115,9 +115,7 @@ def paths(precision):
             out.append((level, env))
             continue
         if level == "avx512" and cf.native_bf16():
-            # bf16 attention pinned: without OLMO_ATTN_BF16 a start-up timing probe picks the bf16
-            # or the fp32 attention kernels (other bits), so a busy machine could change the run.
-            out.append(("avx512/bf16-native", dict(env, OLMO_ATTN_BF16="1")))
+            out.append(("avx512/bf16-native", env))
         out.append((f"{level}/bf16-emulated", dict(env, OLMO_BF16="emulate")))
     return out
 

@@ -64,7 +64,8 @@ def lacks(level):
 
 def native_bf16():
     """True where the binary runs bf16_mixed on the native AVX512_BF16 kernels."""
-    return isa() == "avx512" and "avx512_bf16" in flags() and os.environ.get("OLMO_BF16") != "0"
+    return (isa() == "avx512" and "avx512_bf16" in flags()
+            and os.environ.get("OLMO_BF16") not in ("0", "emulate"))
 
 
 def lacks_bf16():
