@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
@@ -155,8 +157,136 @@ void DataParallel::after_micro_batch(const int32_t* tokens, int64_t n,
   }
 }
 
-DataParallel::Reduced DataParallel::reduce(const Counts& c) {
-  Reduced out;
+DataParallel::Reduced DataParallel::gradient(const Counts& c, const int32_t* tokens, int64_t B,
+                                             int64_t T, int64_t step,
+                                             const ForwardBackward& forward_backward,
+                                             const UnitDone& unit_done) {
+  const float scale = grad_scale(c);
+  // exact: one instance per forward/backward (per_instance); fast: micro-batches of
+  // micro_instances. Rounds past this rank's own micro-batches are padding (equal_rounds).
+  const int64_t mi = per_instance() ? 1 : std::max<int64_t>(1, o_.micro_instances);
+  const int64_t own = (B + mi - 1) / mi;
+  const int64_t rounds =
+      equal_rounds() ? std::max(own, (c.max_rank_instances + mi - 1) / mi) : own;
+  const bool measuring = !scales_known();
+  MicroBatch mb;
+  // Each unit's gradient, as the backward finishes it: the caller's observer, the record of a
+  // kept micro-batch, then the reduction (which may put it on the wire at once).
+  model_.set_grad_done_hook([&](int64_t, size_t a, size_t b) {
+    if (mb.report && unit_done) unit_done(mb.index, a, b);
+    if (keeping_) kept_units_[size_t(mb.index)].emplace_back(a, b);
+    unit_grad_done(a, b);
+  });
+  struct ClearHook {
+    model::Olmo3& m;
+    ~ClearHook() { m.set_grad_done_hook(nullptr); }
+  } clear_hook{model_};
+  int64_t rescales = 0, recomputes = 0;
+  bool replaying = false;  // this pass replays the kept gradients of the first
+  for (int pass = 0;; ++pass) {
+    keeping_ = pass == 0 && keep_gradients(rounds);
+    begin_pass(c);
+    for (int64_t i = 0; i < rounds; ++i) {
+      const bool padding = i >= own;
+      mb.index = i;
+      mb.first = padding ? 0 : i * mi;
+      mb.n = padding ? 1 : std::min(mi, B - i * mi);
+      mb.grad_scale = padding ? 0.0f : scale;
+      mb.report = pass == 0 && !padding;
+      before_micro_batch(i, i + 1 == rounds);
+      if (keeping_) kept_units_[size_t(i)].clear();
+      const kernels::LossSums s = replaying ? replay(i) : forward_backward(mb);
+      if (keeping_) keep(i, tokens + mb.first * T, padding ? -1 : mb.n * T, s);
+      if (padding)
+        after_micro_batch(tokens, 0, kernels::LossSums{});
+      else
+        after_micro_batch(tokens + mb.first * T, mb.n * T, s);
+    }
+    PassResult r = reduce(c);
+    if (!r.redo) {
+      r.out.rescales = rescales;
+      r.out.recomputes = recomputes;
+      keeping_ = false;
+      return r.out;
+    }
+    ++rescales;
+    replaying = keeping_;
+    if (!replaying) ++recomputes;
+    OLMO_CHECK(pass < 2, "step ", step, ": the exact reduction still overflowed after ", pass + 1,
+               " rescales (internal error)");
+    // A segment's first rescale arms the kept gradients for its later steps.
+    keep_armed_ = true;
+    if (comm_.rank() == 0 && !(measuring && pass == 0))
+      std::fprintf(stderr, "step %lld: exact reduction rescaled (a gradient outgrew its tensor's "
+                   "scale); %s (rescale %lld of the run)\n", static_cast<long long>(step),
+                   replaying ? "the kept gradients are converted again" : "the step is recomputed",
+                   static_cast<long long>(redos_));
+  }
+}
+
+bool DataParallel::keep_gradients(int64_t rounds) {
+  if (!keep_armed_ || o_.reduce != ReduceMode::exact || zero3_) return false;
+  const size_t P = model_.num_params();
+  if (size_t(rounds) * P * sizeof(float) > o_.keep_limit_bytes) return false;
+  if (kept_.size() < size_t(rounds)) {
+    kept_.resize(size_t(rounds));
+    kept_sums_.resize(size_t(rounds));
+    kept_units_.resize(size_t(rounds));
+    kept_rows_.resize(size_t(rounds));
+    kept_all_rows_.resize(size_t(rounds));
+  }
+  for (auto& k : kept_) k.resize(P);
+  return true;
+}
+
+// dst = src over [0, P) except the input embedding's rows not in `rows` (all rows when
+// rows_all): those are zero in the model's gradient of a micro-batch (only its token ids get
+// an embedding gradient), so the copy skips most of a large vocabulary's rows.
+void DataParallel::copy_gradient(float* dst, const float* src, const std::vector<uint32_t>& rows,
+                                 bool rows_all) const {
+  const size_t P = model_.num_params(), D = size_t(model_.config().d_model);
+  const size_t ea = model_.layout().embed, eb = ea + size_t(model_.config().vocab_size) * D;
+  const auto copy = [&](size_t a, size_t b) {
+    if (a < b) std::memcpy(dst + a, src + a, (b - a) * sizeof(float));
+  };
+  if (rows_all) return copy(0, P);
+  copy(0, ea);
+  for (uint32_t r : rows) copy(ea + r * D, ea + (r + 1) * D);
+  copy(eb, P);
+}
+
+void DataParallel::keep(int64_t i, const int32_t* tokens, int64_t n, const kernels::LossSums& s) {
+  const double t0 = now_seconds();
+  std::vector<uint32_t>& rows = kept_rows_[size_t(i)];
+  rows.assign(tokens, tokens + std::max<int64_t>(n, 0));
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  OLMO_CHECK(rows.empty() || rows.back() < uint32_t(model_.config().vocab_size), "token id ",
+             int32_t(rows.back()), " outside the vocabulary");
+  kept_all_rows_[size_t(i)] = n < 0;
+  copy_gradient(kept_[size_t(i)].data(), model_.grads(), rows, n < 0);
+  kept_sums_[size_t(i)] = s;
+  if (profile::enabled()) profile::add("exact_keep", now_seconds() - t0, 0);
+}
+
+// The model's gradient buffer is zero here (begin_pass, or the previous micro-batch's
+// conversion or before_micro_batch cleared it), as before a backward.
+kernels::LossSums DataParallel::replay(int64_t i) {
+  copy_gradient(model_.grads(), kept_[size_t(i)].data(), kept_rows_[size_t(i)],
+                kept_all_rows_[size_t(i)]);
+  for (const auto& u : kept_units_[size_t(i)]) unit_grad_done(u.first, u.second);
+  return kept_sums_[size_t(i)];
+}
+
+size_t DataParallel::kept_bytes() const {
+  size_t b = 0;
+  for (const auto& k : kept_) b += k.size() * sizeof(float);
+  return b;
+}
+
+DataParallel::PassResult DataParallel::reduce(const Counts& c) {
+  PassResult res;
+  Reduced& out = res.out;
   if (sharded_) zero3_->set_open(false);
   out.grad = shard_grad_.empty() ? model_.grads() : shard_grad_.data();
   out.n = reducer_->shard_len();
@@ -165,10 +295,10 @@ DataParallel::Reduced DataParallel::reduce(const Counts& c) {
     ProfileOutsideComm prof("reduce_finish", *this);
     out.grad_nonfinite = reducer_->finish(sharded_ ? nullptr : model_.grads(), out.grad);
   }
-  out.redo = reducer_->redo();
-  if (out.redo) {
+  res.redo = reducer_->redo();
+  if (res.redo) {
     ++redos_;
-    return out;
+    return res;
   }
   // Per-rank normalisation divides each rank's sums by its own count before the (exact or
   // fast) sum over ranks; global divides the global sums by the global count.
@@ -195,7 +325,7 @@ DataParallel::Reduced DataParallel::reduce(const Counts& c) {
   out.z_sum = sums[1] / denom;
   if (out.grad_nonfinite)
     std::fill(out.grad, out.grad + out.n, std::numeric_limits<float>::quiet_NaN());
-  return out;
+  return res;
 }
 
 double DataParallel::grad_norm(const float* g, size_t n) { return reducer_->global_norm(g, n); }

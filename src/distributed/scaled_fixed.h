@@ -16,7 +16,8 @@
 // (the same decision everywhere, since it is a property of the global batch), and answered by a
 // redo of the step with the scales set from this step's own exponents (which then fit).
 // A segment never seen (E_s = 0, e.g. the first step) overflows on its first nonzero element:
-// the first step is measured, then redone. Counted in metrics (reduce_redos).
+// the first step is measured, then redone. Counted in metrics (reduce_redos). How a redo gets
+// the step's gradients again (kept fp32 copies or a recompute): distributed/data_parallel.h.
 //
 // Error bound: each conversion rounds by at most half a unit, 2^-(shift_s + 1); the sum of M
 // micro-batches is within M * 2^-(shift_s + 1) of the exact sum of the fp32 micro-batch

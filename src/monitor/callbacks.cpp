@@ -121,6 +121,7 @@ void MetricsLogger::on_step(Trainer& t, const StepResult& r) {
               {"step_s", r.seconds},
               {"comm_s", r.comm_seconds},
               {"reduce_redos", r.reduce_redos},
+              {"reduce_recomputes", r.reduce_recomputes},
               {"streamed_units", r.streamed_units},
               {"embed_rows_skipped", r.embed_rows_skipped},
               {"span_s", r.span_seconds},

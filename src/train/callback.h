@@ -56,7 +56,8 @@ struct StepResult {
   int64_t tokens_seen = 0;     // after this step
   double seconds = 0;          // wall time of this step (data + fwd/bwd + optimizer)
   double comm_seconds = 0;     // of which inside communication calls
-  int64_t reduce_redos = 0;    // exact reduction: recomputations after a scale overflow
+  int64_t reduce_redos = 0;    // exact reduction: rescale events (a gradient outgrew its scale)
+  int64_t reduce_recomputes = 0;  // of them, those that ran the forward/backward again
   int64_t streamed_units = 0;  // rank 0's units streamed during the backward (dist.overlap)
   int64_t embed_rows_skipped = 0;  // rank 0's embedding rows the row-sparse path skipped
                                    // (dist::GradReducer::skipped_rows)

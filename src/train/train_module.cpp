@@ -1,13 +1,10 @@
 // TrainModule: one optimizer step of the data-parallel model (see train_module.h).
 #include "train/train_module.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <optional>
 
-#include "core/error.h"
 #include "core/profile.h"
 #include "core/timer.h"
 #include "model/olmo3.h"
@@ -35,7 +32,9 @@ TrainModule::TrainModule(model::Olmo3& model, dist::Communicator& comm, const Co
   lr0_ = cfg.optim.lr;
   skip_rule_ = cfg.optim.name == OptimizerKind::skip_step_adamw && cfg.optim.skip_step;
   schedule_ = optim::make_schedule(schedule_config(cfg));
-  dp_ = std::make_unique<dist::DataParallel>(comm_, model_, o.dp);
+  dist::DataParallelOptions dpo = o.dp;
+  dpo.micro_instances = o.micro_instances;
+  dp_ = std::make_unique<dist::DataParallel>(comm_, model_, dpo);
   const auto groups = param_groups(model_, cfg.optim);  // train/optimizer_setup.h
   const optim::AdamWConfig ac = adamw_config(cfg.optim);
   const size_t lo = dp_->shard_begin();
@@ -57,68 +56,30 @@ double TrainModule::lr_at(int64_t step) const { return schedule_->get_lr(lr0_, s
 void TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
                                 const int32_t* doc_ids, int64_t B, int64_t T, int64_t step,
                                 StepResult& r, const Hooks& hooks) {
-  // Target-token count, before any backward (dist::DataParallel: global or per-rank
-  // normalisation, as configured).
+  // The global batch's target tokens (the loss is their mean), counted before any backward.
   const dist::DataParallel::Counts counts = dp_->count(targets, B, T, step);
-  const float grad_scale = dp_->grad_scale(counts);
-  // Forward/backward per micro-batch; the data-parallel object accumulates and reduces. A redo
-  // (the exact reduction's scales outgrown, decided alike on every rank) runs the passes again.
-  const bool measuring = !dp_->scales_known();
-  dist::DataParallel::Reduced red;
-  r.reduce_redos = 0;
-  // Each unit's gradient, as the backward finishes it: the harness's hook, then the
-  // data-parallel object (which may put it on the wire at once).
-  int pass = 0;
-  int64_t micro = 0;
-  struct ClearHook {
-    model::Olmo3& m;
-    ~ClearHook() { m.set_grad_done_hook(nullptr); }
-  } clear_hook{model_};
-  // exact: one instance per forward/backward (the unit of exactness, DataParallel::
-  // per_instance); fast: micro-batches of micro_instances. Rounds past this rank's own
-  // micro-batches are padding (equal_rounds): instance 0 again with gradient scale 0, its
-  // loss sums dropped, no hooks.
-  const int64_t mi = dp_->per_instance() ? 1 : o_.micro_instances;
-  const int64_t own = (B + mi - 1) / mi;
-  const int64_t rounds =
-      dp_->equal_rounds() ? std::max(own, (counts.max_rank_instances + mi - 1) / mi) : own;
-  bool padding = false;
-  model_.set_grad_done_hook([&](int64_t, size_t a, size_t b) {
-    if (hooks.unit_grad_done && pass == 0 && !padding) hooks.unit_grad_done(micro, a, b);
-    dp_->unit_grad_done(a, b);
-  });
-  for (;; ++pass) {
-    dp_->begin_pass(counts);
-    for (micro = 0; micro < rounds; ++micro) {
-      padding = micro >= own;
-      const int64_t i = padding ? 0 : micro * mi;
-      const int64_t n = padding ? 1 : std::min(mi, B - i);
-      dp_->before_micro_batch(micro, micro + 1 == rounds);
-      kernels::LossSums s = model_.forward_backward(tokens + i * T, targets + i * T,
-                                                    doc_ids ? doc_ids + i * T : nullptr, n, T,
-                                                    padding ? 0.0f : grad_scale, z_coef_);
-      if (padding) {
-        dp_->after_micro_batch(tokens, 0, kernels::LossSums{});
-        continue;
-      }
-      if (hooks.post_backward && pass == 0) hooks.post_backward(micro, s);
-      dp_->after_micro_batch(tokens + i * T, n * T, s);
-    }
-    red = dp_->reduce(counts);
-    if (!red.redo) break;
-    ++r.reduce_redos;
-    OLMO_CHECK(pass < 2, "step ", step, ": the exact reduction still overflowed after ", pass + 1,
-               " redos with raised scales (internal error)");
-    if (comm_.rank() == 0 && !(measuring && pass == 0))
-      std::fprintf(stderr, "step %lld: exact reduction rescaled (a gradient outgrew its tensor's "
-                   "scale); the step is recomputed (redo %lld of the run)\n",
-                   static_cast<long long>(step), static_cast<long long>(dp_->redos()));
-  }
+
+  // Forward and backward of one micro-batch of this rank's instances into the model's gradient.
+  const auto forward_backward = [&](const dist::MicroBatch& mb) {
+    const int64_t at = mb.first * T;
+    kernels::LossSums s =
+        model_.forward_backward(tokens + at, targets + at, doc_ids ? doc_ids + at : nullptr,
+                                mb.n, T, mb.grad_scale, z_coef_);
+    if (mb.report && hooks.post_backward) hooks.post_backward(mb.index, s);
+    return s;
+  };
+  // The mean gradient of the global batch (this rank's part of it) and its loss: the
+  // data-parallel object runs forward_backward over this rank's micro-batches and sums them
+  // with every other rank's.
+  const dist::DataParallel::Reduced red =
+      dp_->gradient(counts, tokens, B, T, step, forward_backward, hooks.unit_grad_done);
   float* g = red.grad;
   const size_t ng = red.n;
   r.loss = red.loss;
   r.z_loss = double(z_coef_) * red.z_sum;
   r.target_tokens = counts.total;
+  r.reduce_redos = red.rescales;
+  r.reduce_recomputes = red.recomputes;
 
   // Global norm, clipping and the skip-step decision (identical on every rank).
   std::optional<float> norm;

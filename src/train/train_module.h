@@ -1,20 +1,20 @@
 // The train module (OLMo-core's TransformerTrainModule.train_batch): given this rank's batch of
-// B instances x T tokens and its targets, one optimizer step of the data-parallel model.
-//   count:      the global batch's target tokens (dist::DataParallel: global normalisation,
-//               grad_scale = 1 / total, or per rank as OLMo-core's train_batch);
-//   passes:     per micro-batch (exact: one instance, the unit of exactness, whatever
-//               micro_instances is; fast: micro_instances): grads = grad_scale * d(ce_sum +
-//               z * z_sum), handed to the DataParallel object, which accumulates and reduces
-//               (exact or fast, ZeRO-1/2/3: data_parallel.h); where every rank must run as
-//               many rounds (DataParallel::equal_rounds) a rank with fewer instances pads with
-//               gradient-scale-0 rounds; a redo it asks for runs the passes again;
+// B instances x T tokens and its targets, one optimizer step of the data-parallel model, in the
+// recipe's order:
+//   count:      the global batch's target tokens (the loss is their mean);
+//   gradient:   forward/backward of the micro-batches into the model's gradient; the
+//               data-parallel object (dist::DataParallel, data_parallel.h) chooses this rank's
+//               micro-batches, sums every rank's gradients and returns this rank's part of the
+//               mean gradient and the global loss (how it reduces, shards and rescales is
+//               its own business);
 //   clip/skip:  global pre-clip L2 norm, clipping to max_grad_norm, the non-finite guard (a
 //               NaN/Inf loss, z-loss or gradient on any rank skips the step) and the skip-step
 //               rule (finite steps only), identical on every rank;
-//   update:     AdamW on this rank's parameter shard, then DataParallel::end_step (applied steps
-//               only), lr = schedule(lr0, step, t_max).
-// It knows nothing of checkpoints, callbacks, metrics or run dirs: the harness passes two
-// plain functions (after each micro-batch's backward, before the optimizer) for its hooks.
+//   update:     AdamW on this rank's parameter shard, then every rank gets the updated
+//               parameters (applied steps only), lr = schedule(lr0, step, t_max).
+// It knows nothing of checkpoints, callbacks, metrics or run dirs: the harness passes plain
+// functions (after each micro-batch's backward, as each unit's gradient is done, before the
+// optimizer) for its hooks.
 // Cost: B/micro_instances (exact: B) forward/backward passes, one reduction of P floats (exact:
 // plus a fixed-point conversion per instance), an optimizer pass over P/W floats, one
 // all-gather.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -66,6 +67,28 @@ static void agreed_fp32(const std::string& name, int world) {
   runtime().set(std::move(*s));
 }
 
+// Processes of this job on this node (mpirun's local size; 1 without mpirun).
+static int64_t local_processes() {
+  const std::optional<std::string> local = runtime().env("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return local ? std::max(1, std::atoi(local->c_str())) : 1;
+}
+
+// The most bytes the exact reduction may keep for a rescale's replay (dist::DataParallel's kept
+// micro-batch gradients): this process's share of the available memory, a quarter of it
+// spare, less what the memory plan needs; no limit where the available memory is unknown.
+// Only whether a rescale re-converts or recomputes depends on it, never the bits.
+static size_t keep_limit(const Config& cfg, const model::ModelConfig& mc, int world,
+                         int64_t micro_instances, bool exact, int64_t micro_batches,
+                         bool exact_local) {
+  const int64_t avail = available_memory().bytes;
+  if (avail < 0) return std::numeric_limits<size_t>::max();
+  const model::MemoryPlan mp =
+      model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact, micro_batches,
+                         exact_local, int(cfg.dist.zero_stage));
+  const double left = double(avail) / double(local_processes()) * 0.75 - double(mp.total);
+  return left > 0 ? size_t(left) : 0;
+}
+
 // The memory plan of this process against the available memory; returns the accumulator choice
 // (dist.exact_accumulator auto may fall back to the sharded one).
 static bool check_memory(const Config& cfg, dist::Communicator& comm, const model::ModelConfig& mc,
@@ -75,8 +98,7 @@ static bool check_memory(const Config& cfg, dist::Communicator& comm, const mode
   const int zs = int(cfg.dist.zero_stage);
   model::MemoryPlan mp = model::memory_plan(mc, cfg.data.seq_len, micro_instances, world, exact,
                                             micro_batches, exact_local, zs);
-  const std::optional<std::string> local = runtime().env("OMPI_COMM_WORLD_LOCAL_SIZE");
-  const int64_t here = local ? std::max(1, std::atoi(local->c_str())) : 1;
+  const int64_t here = local_processes();
   // dist.exact_accumulator auto: the sharded accumulator (8 B per parameter / W) where the
   // local one (8 B per parameter) would not fit; the same bits either way.
   // Decided together (ranks on different nodes may see different memory).
@@ -219,6 +241,8 @@ TrainerParts build_trainer_parts(Config cfg) {
   o.t_max = p.t_max;
   o.dp.zero_stage = int(cfg.dist.zero_stage);
   o.dp.overlap = cfg.dist.overlap;
+  o.dp.keep_limit_bytes =
+      keep_limit(cfg, mc, world, micro_instances, exact, per_rank, exact_local);
   p.module = std::make_unique<TrainModule>(*p.model, comm, cfg, o);
   p.module->shard_parameters();
   p.cfg = std::move(cfg);
