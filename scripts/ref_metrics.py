@@ -12,7 +12,8 @@ OLMo-core model itself:
 grad_norm_f64: the float64 norm of OLMo-core's unclipped gradient (pre_optim_step), next to its
 logged fp32 "optim/total grad norm" (grad_norm).
 param_rms       every trainer.param_rms_interval steps: per parameter group (src/monitor/param_rms.h
-                names, the same tensors pooled over layers) the weight RMS after the step and
+                names, the same tensors pooled over layers, and each block tensor alone as
+                GROUP.LAYER) the weight RMS after the step and
                 the update RMS ||w_t - w_{t-1}|| / sqrt(n), float64 sums; w_{t-1} is copied in
                 pre_step (one extra copy of the weights on recorded steps).
 Train records merge OLMo-core's logged metrics ("train/CE loss", "train/Z loss", "optim/total grad
@@ -184,8 +185,17 @@ class Recorder(Callback):
             acc[0] += float(w.pow(2).sum())
             acc[1] += float((w - self._before[n].double()).pow(2).sum())
             acc[2] += w.numel()
+        layers = {}  # GROUP.LAYER -> [sum w^2, sum dw^2, n]: each block tensor alone
+        for n, p in self.model.named_parameters():
+            hf = oc_to_hf_name(n)
+            if hf.startswith("model.layers."):
+                w = p.detach().double()
+                layers[f"{param_group(n)}.{hf.split('.')[2]}"] = [
+                    float(w.pow(2).sum()), float((w - self._before[n].double()).pow(2).sum()),
+                    w.numel()]
         order = list(dict.fromkeys(PARAM_GROUPS.values()))
-        groups = [g for g in order if g in sums]
+        groups = [g for g in order if g in sums] + list(layers)
+        sums.update(layers)
         self.rms.append({"kind": "param_rms", "step": step,
                          "weight": {g: (sums[g][0] / sums[g][2]) ** 0.5 for g in groups},
                          "update": {g: (sums[g][1] / sums[g][2]) ** 0.5 for g in groups}})

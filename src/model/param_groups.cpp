@@ -39,11 +39,18 @@ const std::vector<std::string>& param_group_names() {
   return names;
 }
 
+std::string param_layer_key(const std::string& n) {
+  const std::string g = param_group(n), pre = "model.layers.";
+  if (g.empty() || n.rfind(pre, 0) != 0) return "";
+  return g + "." + n.substr(pre.size(), n.find('.', pre.size()) - pre.size());
+}
+
 std::vector<std::pair<size_t, size_t>> param_group_ranges(const model::ParamLayout& l,
                                                           const std::string& group) {
   std::vector<std::pair<size_t, size_t>> out;
   for (const auto& p : l.info)
-    if (param_group(p.name) == group) out.emplace_back(p.offset, p.offset + p.numel);
+    if (param_group(p.name) == group || param_layer_key(p.name) == group)
+      out.emplace_back(p.offset, p.offset + p.numel);
   return out;
 }
 

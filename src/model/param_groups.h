@@ -17,7 +17,11 @@ namespace olmo::model {
 std::string param_group(const std::string& hf_name);
 // The group names in record order.
 const std::vector<std::string>& param_group_names();
-// The flat [offset, offset + numel) ranges of one group's tensors (empty for an unknown name).
+// A block tensor's group and layer, "GROUP.LAYER" (e.g. attn_q.1 for
+// model.layers.1.self_attn.q_proj.weight); "" for a tensor outside the blocks.
+std::string param_layer_key(const std::string& hf_name);
+// The flat [offset, offset + numel) ranges of one group's tensors, or of the one tensor a
+// GROUP.LAYER key names (empty for an unknown name).
 std::vector<std::pair<size_t, size_t>> param_group_ranges(const model::ParamLayout& l,
                                                           const std::string& group);
 

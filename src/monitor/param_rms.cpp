@@ -52,6 +52,20 @@ void ParamRms::post_step(Trainer& t, const StepResult& r) {
     weight[g] = std::sqrt(ww / double(n));
     update[g] = std::sqrt(uu / double(n));
   }
+  // Each block tensor alone beside its group: GROUP.LAYER (a deviation in one layer's tensor
+  // is diluted in its group's figure).
+  for (const auto& p : layout.info) {
+    const std::string key = model::param_layer_key(p.name);
+    if (key.empty() || p.numel == 0) continue;
+    double ww = 0, uu = 0;
+    for (size_t i = p.offset; i < p.offset + p.numel; ++i) {
+      const double x = w[i], d = double(w[i]) - double(before_[i]);
+      ww += x * x;
+      uu += d * d;
+    }
+    weight[key] = std::sqrt(ww / double(p.numel));
+    update[key] = std::sqrt(uu / double(p.numel));
+  }
   t.metrics().write({{"kind", "param_rms"}, {"step", r.step}, {"weight", weight},
                      {"update", update}});
 }

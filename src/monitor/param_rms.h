@@ -8,6 +8,8 @@
 // has update 0). Groups pool one kind of tensor over all layers (14 names, ~0.6 KB a record):
 //   embed, attn_q, attn_k, attn_v, attn_o, q_norm, k_norm, mlp_gate, mlp_up, mlp_down,
 //   attn_norm, mlp_norm, final_norm, lm_head
+// and, beside them, every block tensor alone as GROUP.LAYER (attn_q.0, ..., mlp_norm.L-1: 11 x
+// n_layers more entries), so a deviation in one layer's tensor is named.
 // scripts/ref_metrics.py records the same names on OLMo-core's model; `olmo compare RUN REF`
 // bounds each by the twins' noise floor (reference_run.h).
 // Cost per recorded step: a copy of the weights before the step (one extra fp32 copy of the

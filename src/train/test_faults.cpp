@@ -125,10 +125,17 @@ void TestFaults::parse_param_scale(const Config& cfg, const char* spec, int rank
   int used = 0;
   const bool from_ok = end && (*end == '\0' || (std::sscanf(end, ":%lld%n", &from, &used) == 1 &&
                                                  end[used] == '\0' && from >= 1));
-  OLMO_CHECK(std::isfinite(x) && from_ok &&
-                 std::find(names.begin(), names.end(), group) != names.end(),
-             "OLMO_TEST_PARAM_SCALE = '", spec, "': expected GROUP:X[:FROM] with GROUP one of the "
-             "param_rms groups (embed, attn_q, ..., lm_head), X a number and FROM a step >= 1");
+  // GROUP or GROUP.LAYER (one block tensor; a layer the model lacks is refused in pre_step).
+  const size_t dot = group.find('.');
+  const std::string base = group.substr(0, dot);
+  const bool layer_ok = dot == std::string::npos ||
+                        (dot + 1 < group.size() &&
+                         group.find_first_not_of("0123456789", dot + 1) == std::string::npos);
+  OLMO_CHECK(std::isfinite(x) && from_ok && layer_ok &&
+                 std::find(names.begin(), names.end(), base) != names.end(),
+             "OLMO_TEST_PARAM_SCALE = '", spec, "': expected GROUP[.LAYER]:X[:FROM] with GROUP one "
+             "of the param_rms groups (embed, attn_q, ..., lm_head), X a number and FROM a step "
+             ">= 1");
   scale_ = x;
   scale_from_ = from;
   scale_group_ = group;
@@ -235,6 +242,8 @@ void TestFaults::unit_grad_done(Trainer& t, int64_t micro, size_t a, size_t b) {
 void TestFaults::pre_step(Trainer& t, data::DataLoader::Batch&) {
   if (scale_group_.empty()) return;
   if (scale_ranges_.empty()) scale_ranges_ = model::param_group_ranges(t.model().layout(), scale_group_);
+  OLMO_CHECK(!scale_ranges_.empty(), "OLMO_TEST_PARAM_SCALE: the model has no tensor ",
+             scale_group_);
   const float* w = t.model().params();
   scale_before_.clear();
   for (auto [a, b] : scale_ranges_) scale_before_.insert(scale_before_.end(), w + a, w + b);

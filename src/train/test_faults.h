@@ -28,9 +28,9 @@
 //     HOLD has one more point, write (trainer.async_checkpoint): the writer thread of the save
 //     of that step, before it writes anything; the training loop goes on meanwhile (the
 //     commit waits for the thread), so a test sees the write asynchronous.
-//   OLMO_TEST_PARAM_SCALE=GROUP:X[:FROM]  (refused unless allow_fault_injection: true; not under
+//   OLMO_TEST_PARAM_SCALE=GROUP[.LAYER]:X[:FROM]  (refused unless allow_fault_injection: true; not under
 //     ZeRO-3) every step's update (from step FROM, default 1) of one parameter group (model/param_groups.h names: embed, attn_q, ...,
-//     lm_head) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
+//     lm_head; GROUP.LAYER: that layer's tensor alone, e.g. attn_q.1) is scaled by X after the optimizer: w = w_prev + X (w - w_prev). X = 0 freezes
 //     the group, 2 steps it twice, 1.5 is a wrong lr multiplier on it (decoupled weight decay
 //     included, as an lr multiplier does) -- the recipe deviations `olmo compare` must flag.
 //   OLMO_TEST_GRAD_SCALE=STEP:X:RANK:MICRO  (refused unless allow_fault_injection) the gradient of

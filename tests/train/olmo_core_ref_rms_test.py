@@ -14,7 +14,9 @@ scale (tests/configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: th
      mlp_down and a 1.1x lr multiplier on attn_q; every one of these is first flagged at step 1,
      so the step bound is tested by a deviation that starts late: a 1.1x lr multiplier on attn_q
      from step 6 (GROUP:X:FROM) must be flagged at a step in [6, 8] -- not before it starts (no
-     false alarm) and within 2 steps (the bound can fail both ways in the 10 steps);
+     false alarm) and within 2 steps (the bound can fail both ways in the 10 steps); and a
+     1.1x lr multiplier on one layer's tensor (attn_q.1) must be flagged naming that tensor
+     (the records also hold every block tensor alone, GROUP.LAYER) and no other layer's;
   4. a run without the records (trainer.param_rms_interval=0) is flagged ("param_rms record"),
      and the fault switch is refused without allow_fault_injection / with an unknown group.
 """
@@ -31,6 +33,29 @@ from olmo_test.refs import compare, first_violation, reference
 GROUPS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "q_norm", "k_norm", "mlp_gate",
           "mlp_up", "mlp_down", "attn_norm", "mlp_norm", "final_norm", "lm_head"]
 STEPS = 10
+BLOCK = GROUPS[1:12]  # the block tensors' groups, recorded per layer too (GROUP.LAYER)
+LAYERS = 4  # tests/configs/tiny.yaml
+LAYER_KEYS = [f"{g}.{i}" for g in BLOCK for i in range(LAYERS)]
+
+
+def keys_ok(rec):
+    """The record's weight and update hold the 14 groups (in order) and every GROUP.LAYER."""
+    return all([k for k in rec[p] if "." not in k] == GROUPS and
+               sorted(k for k in rec[p] if "." in k) == sorted(LAYER_KEYS)
+               for p in ("weight", "update"))
+
+
+def violations(out):
+    """(first step, [quantities out of tolerance at that step]) of `olmo compare`'s output."""
+    hits = [(int(s), q) for s, q in re.findall(r"OUT OF TOLERANCE step (\d+) (\S+):", out)]
+    if not hits:
+        return None, []
+    first = min(s for s, _ in hits)
+    return first, [q for s, q in hits if s == first]
+
+
+def names_group(q, group):
+    return bool(q) and re.fullmatch(rf"param_rms\.(weight|update)\.{group}(\.\d+)?", q) is not None
 
 
 def ours(run, ref, common, *over, env=None):
@@ -63,21 +88,24 @@ def main():
         for run in (ref, os.path.join(ref, "noise_twin"), os.path.join(ref, "clip_twin")):
             recs = ot.read_metrics(run, "param_rms")
             check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
-                  all(list(r["weight"]) == GROUPS and list(r["update"]) == GROUPS for r in recs),
-                  f"{os.path.basename(run)}: param_rms at steps 1..{STEPS}, 14 groups")
+                  all(keys_ok(r) for r in recs),
+                  f"{os.path.basename(run)}: param_rms at steps 1..{STEPS}, 14 groups and "
+                  f"{len(LAYER_KEYS)} layer tensors")
         nf = json.load(open(os.path.join(ref, "noise_floor.json")))
         check(sorted(nf.get("param_rms", {})) == sorted(f"{p}.{g}" for p in ("weight", "update")
-                                                        for g in GROUPS)
+                                                        for g in GROUPS + LAYER_KEYS)
               and all(v > 0 for k, v in nf["largest"].items() if k.startswith("param_rms.")),
-              "noise_floor.json: a non-zero param_rms floor per group (weight and update)")
+              "noise_floor.json: a non-zero param_rms floor per group and layer tensor (weight "
+              "and update)")
 
         # 2. olmo.cpp within the floor; the twins too.
         clean = os.path.join(tmp, "clean")
         ours(clean, ref, common)
         recs = ot.read_metrics(clean, "param_rms")
         check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
-              all(sorted(r["weight"]) == sorted(GROUPS) == sorted(r["update"]) for r in recs),
-              "olmo.cpp records param_rms at every step, the same 14 groups")
+              all(sorted(r["weight"]) == sorted(GROUPS + LAYER_KEYS) == sorted(r["update"])
+                  for r in recs),
+              "olmo.cpp records param_rms at every step, the same 14 groups and layer tensors")
         rc, out = compare(clean, ref)
         print(out)
         check(rc == 0, f"clean run: olmo compare exits 0 (got {rc})")
@@ -110,23 +138,35 @@ def main():
             print(f"deviation {name}: exit {rc}, first violation step {step} {q}; first loss-side "
                   f"violation: {loss_first.group(0) if loss_first else 'none'}; "
                   f"row: {m.group(0) if m else '-'}")
-            check(rc == 3 and step is not None and step <= 20 and
-                  q in (f"param_rms.weight.{group}", f"param_rms.update.{group}"),
+            check(rc == 3 and step is not None and step <= 20 and names_group(q, group),
                   f"{name}: flagged within 20 steps naming param_rms.*.{group} "
                   f"(exit {rc}, step {step}, {q})")
 
         # 3b. A deviation that starts at step 6: flagged in [6, 8], naming attn_q.
-        late = os.path.join(tmp, "dev_late_attn_q")
-        p = ours(late, ref, common, "allow_fault_injection=true",
-                 env={"OLMO_TEST_PARAM_SCALE": "attn_q:1.1:6"})
-        check(p.returncode == 0, f"late deviation: olmo train runs ({p.stderr[-300:]})")
-        rc, out = compare(late, ref)
+        def deviate(what, spec):
+            """olmo train under OLMO_TEST_PARAM_SCALE=spec; (exit, output) of olmo compare."""
+            run = os.path.join(tmp, "dev_" + spec.replace(":", "_"))
+            p = ours(run, ref, common, "allow_fault_injection=true",
+                     env={"OLMO_TEST_PARAM_SCALE": spec})
+            check(p.returncode == 0, f"{what}: olmo train runs ({p.stderr[-300:]})")
+            return compare(run, ref)
+
+        rc, out = deviate("late deviation", "attn_q:1.1:6")
         step, q = first_violation(out)
         print(f"deviation lr x1.1 on attn_q from step 6: exit {rc}, first violation step {step} {q}")
-        check(rc == 3 and step is not None and 6 <= step <= 8 and
-              q in ("param_rms.weight.attn_q", "param_rms.update.attn_q"),
+        check(rc == 3 and step is not None and 6 <= step <= 8 and names_group(q, "attn_q"),
               f"lr x1.1 on attn_q from step 6: flagged at a step in [6, 8] naming "
               f"param_rms.*.attn_q (exit {rc}, step {step}, {q})")
+
+        # 3c. A deviation in one layer's tensor (its group pools 4 layers): caught and named.
+        rc, out = deviate("one-layer deviation", "attn_q.1:1.1")
+        step, qs = violations(out)
+        layers = sorted({q.split(".", 2)[2] for q in qs if q.startswith("param_rms.") and
+                         "." in q.split(".", 2)[2]})
+        print(f"deviation lr x1.1 on attn_q of layer 1: exit {rc}, first step {step}: {qs}")
+        check(rc == 3 and step is not None and step <= 20 and layers == ["attn_q.1"],
+              f"lr x1.1 on layer 1's attn_q alone: flagged naming param_rms.*.attn_q.1 and no "
+              f"other layer's tensor (exit {rc}, step {step}, layer tensors {layers})")
 
         # 4. No records; the switch's bad input.
         off = os.path.join(tmp, "off")
@@ -139,7 +179,7 @@ def main():
               "OLMO_TEST_PARAM_SCALE refused without allow_fault_injection: " + p.stderr.strip()[-160:])
         p = ours(os.path.join(tmp, "badgroup"), ref, common, "allow_fault_injection=true",
                  env={"OLMO_TEST_PARAM_SCALE": "wq:2"})
-        check(p.returncode != 0 and "GROUP:X" in p.stderr and "embed" in p.stderr,
+        check(p.returncode != 0 and "GROUP[.LAYER]:X" in p.stderr and "embed" in p.stderr,
               "OLMO_TEST_PARAM_SCALE with an unknown group refused: " + p.stderr.strip()[-160:])
     finish("olmo_core_ref_rms")
 
