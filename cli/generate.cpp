@@ -20,6 +20,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "corpus/jsonl.h"
 #include "tokenizer/tokenizer.h"
 #include "eval/generate.h"
 #include "interop/inference_model.h"
@@ -130,17 +131,25 @@ int run_generate(int argc, char** argv) {
     write_file_atomic(logits_out, bytes);
   }
   bool tty = isatty(fileno(stdout));
+  // Token ids -> text as tiktoken's decode(errors="replace"): a generated sequence may end
+  // inside a multi-byte character or hold byte tokens that form no UTF-8 at all; each invalid
+  // sequence becomes U+FFFD, so the terminal and JSON (which refuses invalid UTF-8) get text.
+  auto text = [&](const std::vector<uint32_t>& ids) {
+    std::string s = tok->decode(ids);
+    corpus::sanitize_utf8(s);
+    return s;
+  };
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& out = g.tokens[i];
     if (json) {
       nlohmann::json j = {{"prompt_ids", prompts[i]}, {"ids", out}, {"finish", g.finish[i]}};
-      if (tok) j["text"] = tok->decode(out);
+      if (tok) j["text"] = text(out);
       std::printf("%s\n", j.dump().c_str());
       continue;
     }
     if (tok) {
-      std::printf("%s", tok->decode(prompts[i]).c_str());
-      std::printf(tty ? "\033[1m%s\033[0m\n" : "%s\n", tok->decode(out).c_str());
+      std::printf("%s", text(prompts[i]).c_str());
+      std::printf(tty ? "\033[1m%s\033[0m\n" : "%s\n", text(out).c_str());
     }
     if (print_ids || !tok) {
       std::printf("prompt ids:");

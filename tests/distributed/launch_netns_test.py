@@ -201,12 +201,23 @@ def cut_network(hosts, agent, mpi, data, tmp, restart_s):
     if proc.returncode != 0:
         fails.append(f"cut link: launcher exit {proc.returncode}:\n{out[-4000:]}")
     launches = [(e["world"], e["hosts"]) for e in lu.events(run, "launch")]
-    if launches != [(4, f"{h1}:2,{h2}:2"), (2, f"{h1}:2")]:
+    # As in scenarios 1-3, a job that failed on its own before the cut (twice in clean-clone
+    # CI runs at -j2, never alone: the first job's mpirun exited 213, a daemon that did not
+    # start, while another test loaded both cores) is the launcher's to restart on the same
+    # hosts: allowed, shown with what mpirun said. After it: exactly one 'stalled', one relaunch
+    # on host 1, the reference bits.
+    dedup = [x for i, x in enumerate(launches) if i == 0 or x != launches[i - 1]]
+    if dedup != [(4, f"{h1}:2,{h2}:2"), (2, f"{h1}:2")]:
         fails.append(f"cut link: launches {launches}, expected 4 on both hosts, then 2 on host 1")
     status = [e["status"] for e in lu.events(run, "failure")]
-    if status != ["stalled"]:
-        fails.append(f"cut link: job failures {status}, expected one 'stalled'; the launcher "
-                     f"and mpirun said:\n{out[-6000:]}")
+    if not status or status[-1] != "stalled" or "stalled" in status[:-1]:
+        fails.append(f"cut link: job failures {status}, expected one 'stalled' (after any job "
+                     f"that failed on its own); the launcher and mpirun said:\n{out[-6000:]}")
+    elif len(status) > 1:
+        first = out.split('"status":"stalled"')[0]
+        print(f"note: cut link: {len(status) - 1} job failure(s) before the cut ({status[:-1]}), "
+              "restarted on the same hosts; mpirun said:\n" + "\n".join(
+                  x for x in first.splitlines() if not x.startswith("step "))[-3000:], flush=True)
     fails += [f"cut link: {x}" for x in lu.compare_with_reference(run, ref, CUT_STEPS)]
     rs = [(e["reason"], e["from"], e["to"], e["step"]) for e in lu.events(run, "resize")]
     print("cut link: resizes (reason, from, to, checkpoint step):", rs, flush=True)
