@@ -116,6 +116,7 @@ const char* source_name(Source s) {
     case Source::flag: return "flag";
     case Source::config: return "config";
     case Source::probe: return "probe";
+    case Source::checkpoint: return "checkpoint";
     case Source::test_override: return "test override";
   }
   return "?";

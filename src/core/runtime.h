@@ -31,8 +31,10 @@
 
 namespace olmo {
 
-enum class Source { default_value, env, flag, config, probe, test_override };
-const char* source_name(Source);  // "default", "env", "flag", "config", "probe", "test override"
+enum class Source { default_value, env, flag, config, checkpoint, probe, test_override };
+// "default", "env", "flag", "config", "checkpoint" (what a resumed run trained with), "probe",
+// "test override"
+const char* source_name(Source);
 
 // One resolved setting. origin names where the value came from: the variable (OLMO_ISA), the
 // flag (--threads), the config key (trainer.threads), the probe ("GEMM probe 512x512x512") or,

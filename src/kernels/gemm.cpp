@@ -190,7 +190,8 @@ std::string gemm_impl(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t
 
 GemmProbe probe_gemm_precisions(int64_t M, int64_t N, int64_t K, int reps) {
   OLMO_CHECK(M > 0 && N > 0 && K > 0 && reps > 0, "probe_gemm_precisions: bad shape");
-  GemmProbe r{M, N, K, 0, 0, "gemm_micro", gemm_impl(true, false, true, M, N, K)};
+  GemmProbe r{M, N, K, 0, 0, "gemm_micro",
+              cpu_has_bf16() ? "gemm_micro_bf16 (VDPBF16PS)" : "gemm_micro_bf16 (emulated)"};
   std::vector<float> x(size_t(M * K)), w(size_t(N * K)), y(size_t(M * N));
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 17) - 8) * 0.01f;
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 13) - 6) * 0.01f;

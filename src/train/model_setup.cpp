@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "ckpt/checkpoint.h"
 #include "core/error.h"
 #include "core/runtime.h"
 #include "kernels/attention_bf16.h"
@@ -25,9 +26,54 @@ std::string precision_key(const Config& c) {
 }
 }  // namespace
 
-PrecisionChoice choose_precision(const Config& c) {
+std::string resumed_precision(const Config& c) {
+  if (c.trainer.run_dir.empty()) return "";
+  // The newest committed checkpoint whose index reads: its recipe only (no tensor is verified
+  // here; Trainer::start verifies the one it resumes, and the recipe check refuses a mismatch).
+  const std::vector<int64_t> steps = ckpt::list_checkpoints(c.trainer.run_dir);
+  for (auto s = steps.rbegin(); s != steps.rend(); ++s) {
+    const std::string dir = cat(c.trainer.run_dir, "/step", *s);
+    std::optional<ckpt::CheckpointReader> r;
+    try {
+      r.emplace(dir);
+    } catch (const Error&) {
+      continue;  // damaged: Trainer::start reports and skips it too
+    }
+    if (!r->has_json("recipe")) return "";
+    const nlohmann::json& recipe = r->json("recipe");
+    const nlohmann::json fields = recipe.is_object() ? recipe.value("fields", nlohmann::json())
+                                                     : nlohmann::json();
+    if (!fields.is_object() || !fields.contains("model.precision") ||
+        !fields["model.precision"].is_string())
+      return "";
+    const std::string p = fields["model.precision"].get<std::string>();
+    OLMO_CHECK(p == "fp32" || p == "bf16_mixed", dir, ": the recipe's model.precision is '", p,
+               "', not fp32 or bf16_mixed (a damaged or foreign checkpoint)");
+    return p;
+  }
+  return "";
+}
+
+PrecisionChoice choose_precision(const Config& c, const std::string& resumed) {
   const PrecisionSetting p = c.model.precision;
   PrecisionChoice r;
+  if (p == PrecisionSetting::automatic && !resumed.empty()) {
+    // A resumed `auto` run continues in the precision it trained in: the probe is a timing, and
+    // a timing must never decide a resumed run's bits (a busy machine would flip it).
+    const bool bf16 = resumed == "bf16_mixed";
+    OLMO_CHECK(!bf16 || kernels::bf16_usable(), precision_key(c), " = auto resumes ",
+               c.trainer.run_dir, ", which trained in bf16_mixed, but this CPU has no native bf16 "
+               "dot products (AVX512_BF16) or the AVX-512 kernels are turned off: set "
+               "OLMO_BF16=emulate to continue its trajectory bit for bit (slower), or start a new "
+               "phase from its checkpoint with trainer.load_path and model.precision=fp32");
+    if (bf16) r.precision = model::Precision::bf16_mixed;
+    r.why = cat("precision: auto -> ", resumed, " (resumed: the checkpoint in ", c.trainer.run_dir,
+                " trained in ", resumed, "; a resume never probes again",
+                bf16 && kernels::bf16_emulated() ? "; bf16 emulated: OLMO_BF16=emulate)" : ")");
+    std::fprintf(stderr, "%s\n", r.why.c_str());
+    runtime().set({"precision", resumed, Source::checkpoint, "trainer.run_dir", r.why, {}});
+    return r;
+  }
   if (p == PrecisionSetting::fp32) {
     r.why = "model.precision: fp32";
     runtime().set({"precision", "fp32", Source::config, "model.precision", r.why, {}});
@@ -89,7 +135,7 @@ PrecisionChoice choose_precision(const Config& c) {
         g.fp32_gflops = forced_fp32;
         g.bf16_impl = g.fp32_impl = "OLMO_TEST_PRECISION_PROBE";
       } else {
-        g = kernels::probe_gemm_precisions();
+        g = kernels::probe_gemm_precisions();  // the training GEMMs: gemm_micro(_bf16)
       }
       rec.source = Source::probe;
       rec.origin = cat("GEMM probe ", g.M, "x", g.N, "x", g.K, timed ? " (timings forced by "
@@ -100,7 +146,7 @@ PrecisionChoice choose_precision(const Config& c) {
       const bool faster = g.bf16_gflops / g.fp32_gflops >= 1.1;
       char buf[320];
       std::snprintf(buf, sizeof buf,
-                    "precision: auto -> %s (%s; oneDNN GEMM %lldx%lldx%lld: "
+                    "precision: auto -> %s (%s; GEMM %lldx%lldx%lld: "
                     "bf16 %.0f GFLOP/s [%s] vs fp32 %.0f [%s], %.3fx; bf16_mixed needs >= 1.10x)",
                     faster ? "bf16_mixed" : "fp32",
                     kernels::cpu_has_bf16() ? "AVX512_BF16 present"
@@ -201,9 +247,9 @@ model::ModelConfig model_config(const Config& c) {
   return mc;
 }
 
-model::ModelConfig model_config_for_this_cpu(const Config& c) {
+model::ModelConfig model_config_for_this_cpu(const Config& c, const std::string& resumed) {
   model::ModelConfig mc = model_config(c);
-  mc.precision = choose_precision(c).precision;
+  mc.precision = choose_precision(c, resumed).precision;
   return mc;
 }
 

@@ -19,9 +19,14 @@ namespace olmo::train {
 
 model::ModelConfig model_config(const Config& c);
 
-// model_config(c) with ModelConfig::precision = choose_precision(c).precision (may run the GEMM
-// probe; throws on bf16_mixed where bf16 is unusable).
-model::ModelConfig model_config_for_this_cpu(const Config& c);
+// model_config(c) with ModelConfig::precision = choose_precision(c, resumed).precision (may run
+// the GEMM probe; throws on bf16_mixed where bf16 is unusable).
+model::ModelConfig model_config_for_this_cpu(const Config& c, const std::string& resumed = "");
+
+// The precision the run in c.trainer.run_dir trained in: "fp32" or "bf16_mixed" from the recipe of
+// its latest complete checkpoint (ckpt::latest_complete), or "" when there is none (a fresh run,
+// or a checkpoint of an older olmo.cpp without a recipe). Reads one JSON section; no probe.
+std::string resumed_precision(const Config& c);
 
 // The key=value overrides that express `mc` in the YAML `model:` section (plus data.seq_len for
 // max_seq_len and the top-level name): model_config() of a config with them applied gives `mc`
@@ -30,9 +35,13 @@ std::vector<std::string> model_overrides(const model::ModelConfig& mc);
 
 // model.precision resolved for this CPU, and why. fp32: always. bf16_mixed: refused (an
 // olmo::Error naming the config file and key) unless kernels::bf16_usable() (native bf16, or
-// OLMO_BF16=emulate for tests). auto: bf16_mixed
-// when the CPU has AVX512_BF16 and kernels::probe_gemm_precisions() measures oneDNN's bf16 GEMM
-// at least 1.1x its fp32 one, else fp32. The probe runs once per process (~0.1 s; the result is
+// OLMO_BF16=emulate). auto on a resume (`resumed` = resumed_precision(c), non-empty): the
+// checkpoint's precision, never a new probe: a timing must not decide a resumed run's bits (a
+// bf16_mixed checkpoint on a CPU without native bf16 is refused like an explicit bf16_mixed,
+// naming OLMO_BF16=emulate, which continues its trajectory). auto otherwise: bf16_mixed
+// when the CPU has AVX512_BF16 and kernels::probe_gemm_precisions() measures the training GEMMs'
+// bf16 path (gemm_micro_bf16) at least 1.1x the fp32 one (gemm_micro), else fp32. The probe runs
+// once per process (~0.1 s; the result is
 // cached) and the choice is printed once to stderr ("precision: auto -> ..."). Test switch:
 // OLMO_TEST_PRECISION_PROBE=bf16|fp32 replaces the probe's outcome where bf16 is usable (native,
 // or OLMO_BF16=emulate); any other value is an error.
@@ -40,9 +49,9 @@ struct PrecisionChoice {
   model::Precision precision = model::Precision::fp32;
   std::string why;
 };
-PrecisionChoice choose_precision(const Config& c);
+PrecisionChoice choose_precision(const Config& c, const std::string& resumed = "");
 // (choose_precision also records its pick in core/runtime.h as setting "precision": source
-// config, probe with the GEMM timings, or test override.)
+// config, checkpoint, probe with the GEMM timings, or test override.)
 
 // bf16_mixed's attention kernels (kernels::attention_bf16_choice: OLMO_ATTN_BF16, else the bf16
 // kernels): decided, recorded in core/runtime.h as setting "attention" and printed to stderr

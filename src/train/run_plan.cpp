@@ -38,7 +38,7 @@ static bool plan_mix(const Config& c, RunPlan& p) {
 RunPlan plan(const Config& c) {
   validate(c, false);
   RunPlan p;
-  p.model = model_config_for_this_cpu(c);
+  p.model = model_config_for_this_cpu(c, resumed_precision(c));
   const model::ModelConfig& mc = p.model;
   p.params = model::count_params(mc);
   p.flops_per_token = model::flops_per_token(mc, c.data.seq_len);

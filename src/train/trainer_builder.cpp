@@ -152,10 +152,17 @@ TrainerParts build_trainer_parts(Config cfg) {
              "); set data.processes=0 (the launched world) or ", world);
   cfg.data.processes = world;
   set_threads(cfg, world);
-  model::ModelConfig mc = model_config_for_this_cpu(cfg);
-  // precision: auto is probed in each process; all ranks must run one precision (the reduction
-  // and the trajectory assume it), so bf16_mixed only where every rank chose it.
-  if (world > 1 && cfg.model.precision == PrecisionSetting::automatic) {
+  // precision: auto on a resume continues the checkpoint's precision (rank 0 reads it, so every
+  // rank takes the same); only a fresh run probes.
+  std::string resumed;
+  if (cfg.model.precision == PrecisionSetting::automatic) {
+    if (rank == 0) resumed = resumed_precision(cfg);
+    comm.broadcast(resumed, 0);
+  }
+  model::ModelConfig mc = model_config_for_this_cpu(cfg, resumed);
+  // precision: auto on a fresh run is probed in each process; all ranks must run one precision
+  // (the reduction and the trajectory assume it), so bf16_mixed only where every rank chose it.
+  if (world > 1 && cfg.model.precision == PrecisionSetting::automatic && resumed.empty()) {
     const bool fp32_somewhere = comm.any(mc.precision != model::Precision::bf16_mixed);
     if (fp32_somewhere) {
       if (rank == 0 && mc.precision == model::Precision::bf16_mixed)

@@ -10,7 +10,7 @@ resumes from that checkpoint when run again with max_steps=3. The block must hol
 commands (make build, olmo prepare, olmo train).
 Seen red: configs/quickstart.yaml without its `eval: {sets: {}}` fails it (the demo's held-out
 sets are not there: exit 1).
-Env: OLMO_BIN, OLMO_SOURCE_DIR. 28 s of CPU (2 + 1 steps of the demo's model, two precision probes).
+Env: OLMO_BIN, OLMO_SOURCE_DIR. 28 s of CPU (2 + 1 steps of the demo's model, one precision probe: the resume keeps the checkpoint's precision).
 """
 import glob
 import json

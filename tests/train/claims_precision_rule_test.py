@@ -1,7 +1,7 @@
 """README "Precision": `model.precision: auto` runs "bf16_mixed where the CPU has AVX512_BF16
-and a start-up probe measures oneDNN's bf16 GEMM >= 1.1x its fp32 one, else fp32; ... the
-choice and its reason are printed", end to end (`olmo train tests/configs/tiny.yaml
-model.precision=auto`, one step).
+and a start-up probe measures the bf16 training GEMM >= 1.1x the fp32 one, else fp32; a resumed
+run keeps the precision it trained in; the choice and its reason are printed", end to end
+(`olmo train tests/configs/tiny.yaml model.precision=auto`, one step).
 
 The probe's timing is forced with OLMO_TEST_PRECISION_PROBE=BF16/FP32 (two GFLOP/s figures that
 replace the measurement only: src/train/model_setup.cpp then applies the same rule to them) on
@@ -17,6 +17,13 @@ Branches:
      rule; else NOT RUN naming AVX512_BF16.
   D. no bf16 at all (OLMO_BF16=0 on a native CPU, or this CPU as it is): auto -> fp32 whatever
      the forced timing says (the AVX512_BF16 condition comes first).
+  E. a resume never probes again (emulated path, any CPU): a run whose probe chose fp32 resumes
+     in fp32 although the probe would now choose bf16_mixed, and the other way round; both
+     resumes exit 0 and print "(resumed: ...". A bf16_mixed run resumed where bf16 is unusable
+     (AVX2 kernels, no OLMO_BF16=emulate) is refused with exit 1 naming OLMO_BF16=emulate.
+     Seen red: without the resume branch in choose_precision, E's first case exits 1 with the
+     recipe refusal "model.precision: fp32 (checkpoint) -> bf16_mixed" (the bug cli_quickstart
+     hit when a busy machine flipped the probe between its start and its resume).
 Seen red: with the threshold changed to 1.0 in model_setup.cpp, A fails (109.9/100 and
 100/100 pick bf16_mixed).
 Cost: ~1 s per run (10 runs at most).
@@ -36,7 +43,7 @@ CASES = [("110/100", "bf16_mixed"), ("111/100", "bf16_mixed"), ("109.9/100", "fp
          ("100/100", "fp32")]
 
 
-def run(tmp, data, name, env_extra, probe):
+def run(tmp, data, name, env_extra, probe, steps=1, extra=()):
     env = dict(os.environ)
     for k in ("OLMO_BF16", "OLMO_ISA", "ONEDNN_MAX_CPU_ISA", "OLMO_TEST_PRECISION_PROBE"):
         env.pop(k, None)
@@ -46,13 +53,13 @@ def run(tmp, data, name, env_extra, probe):
     rd = os.path.join(tmp, name)
     p = subprocess.run([ot.bin_path(), "train", td.tiny_config(),
                         f"data.mix={data['mix']}", f"trainer.run_dir={rd}", "model.precision=auto",
-                        "trainer.max_steps=1", "trainer.threads=1"],
+                        f"trainer.max_steps={steps}", "trainer.threads=1", *extra],
                        capture_output=True, text=True, env=env)
     out = p.stdout + p.stderr
     line = next((x for x in out.splitlines() if x.startswith("precision: auto -> ")), "")
     start = [r for r in ot.read_metrics(rd, "info") if r.get("event") == "start"] \
         if os.path.exists(os.path.join(rd, "metrics.jsonl")) else []
-    ran = start[0].get("precision") if start else None
+    ran = start[-1].get("precision") if start else None  # the last start: a resume appends
     return p.returncode, line, ran, out
 
 
@@ -98,6 +105,22 @@ def main():
         rc, line, ran, out = run(tmp, data, "D_nobf16", env, "200/100")
         check(rc == 0 and line.startswith("precision: auto -> fp32 (no AVX512_BF16") and ran == "fp32",
               f"D(no bf16): fp32 even with a forced 2.0x: {line!r} (ran {ran})")
+        # E. a resume keeps the precision its checkpoint trained in.
+        emu = cf.emulated_bf16_env()
+        for first, then, want in (("100/100", "200/100", "fp32"), ("200/100", "100/100", "bf16_mixed")):
+            name = f"E_{want}"
+            rc, line, ran, out = run(tmp, data, name, emu, first, steps=2,
+                                     extra=["trainer.hard_stop_steps=1"])
+            check(rc == 0 and ran == want, f"E {want}: the first run (probe {first}) trained in "
+                  f"{ran}, exit {rc}" + (out[-300:] if rc else ""))
+            rc, line, ran, out = run(tmp, data, name, emu, then, steps=2)
+            check(rc == 0 and ran == want and line.startswith(f"precision: auto -> {want} (resumed"),
+                  f"E {want}: the resume (probe now {then}) continues in {want}: exit {rc}, ran "
+                  f"{ran}, {line!r}" + (out[-400:] if rc else ""))
+        rc, line, ran, out = run(tmp, data, "E_bf16_mixed", {"OLMO_ISA": emu["OLMO_ISA"]}, None, steps=2)
+        check(rc == 1 and "OLMO_BF16=emulate" in out and "trained in bf16_mixed" in out,
+              f"E: a bf16_mixed run resumed without usable bf16 is refused naming OLMO_BF16=emulate "
+              f"(exit {rc}): {out.strip()[-300:]!r}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     finish("claims_precision_rule_test")
