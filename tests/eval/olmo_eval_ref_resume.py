@@ -2,10 +2,11 @@
 being killed at any moment and continues where it stopped, without scoring a document twice.
 
 1. `run` on 2 small fast tasks (copycolors_10way_fast, arc_easy_test_mc_5shot_fast; context
-   512, chunks of ~1,500 query tokens, 12 documents each) in a temporary cache; SIGKILL it as
-   soon as its first chunk file appears; plant a half-written chunk (`*.tmp<pid>`, what a kill
-   during a write leaves) and remember the chunks already there.
-2. `run` again: the half-written file is removed, the chunks written before the kill are kept
+   512, chunks of ~1,500 query tokens, 12 documents each) in a temporary cache, killed at a
+   named point, not after a wait: OLMO_TEST_KILL=chunk:2 makes it SIGKILL itself inside the
+   write of its second chunk (written and fsync'ed to `*.tmp<pid>`, not renamed): one chunk is
+   committed and the half-written one is left, as a kill during a write leaves it.
+2. `run` again: the half-written file is removed, the chunk written before the kill is kept
    byte for byte, and together the chunks cover exactly the 12 smallest doc_ids of each task,
    each once.
 3. `compare`: the cached reference state (ICLMetric.compute() over the covered documents)
@@ -23,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 from olmo_test import check, finish, skip
 
@@ -56,24 +56,27 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         cache = os.path.join(tmp, "cache")
         run = tool(cache, "run", "--chunk-tokens", "1500", "--max-docs", str(N))
-        p = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-        t0 = time.time()
-        while not chunks(cache) and p.poll() is None and time.time() - t0 < 600:
-            time.sleep(0.2)
-        p.send_signal(signal.SIGKILL)
-        out = p.communicate()[0].decode(errors="replace")
+        p = subprocess.run(run, capture_output=True, text=True,
+                           env=dict(env, OLMO_TEST_KILL="chunk:2"))
+        out = p.stdout + p.stderr
         before = {c: open(c, "rb").read() for c in chunks(cache)}
-        check(len(before) >= 1 and "all documents scored" not in out,
-              f"first run killed mid-run, after {len(before)} chunk(s)", out[-800:])
+        stale = glob.glob(os.path.join(cache, "ctx512-*", "*", "*.json.tmp*"))
+        check(p.returncode == -signal.SIGKILL and len(before) == 1 and len(stale) == 1
+              and "all documents scored" not in out,
+              f"first run killed inside the write of its second chunk (exit {p.returncode}): "
+              f"{len(before)} chunk(s) committed, half-written {[os.path.basename(s) for s in stale]}",
+              out[-800:])
         key = glob.glob(os.path.join(cache, "ctx512-*"))[0]
-        os.makedirs(os.path.join(key, "copycolors_10way_fast"), exist_ok=True)
-        stale = os.path.join(key, "copycolors_10way_fast", "000900-000999.json.tmp4242")
-        open(stale, "w").write('{"label": "copycolors_10way_fast", "docs": [9')
+        bad = subprocess.run(run, capture_output=True, text=True,
+                             env=dict(env, OLMO_TEST_KILL="chunk:0"))
+        check(bad.returncode == 1 and "OLMO_TEST_KILL = 'chunk:0'" in bad.stderr,
+              "OLMO_TEST_KILL=chunk:0 refused: " + bad.stderr.strip()[-120:])
 
         p = subprocess.run(run, capture_output=True, text=True, env=env)
         check(p.returncode == 0 and "all documents scored" in p.stdout, "second run finishes",
               f"rc {p.returncode}: {(p.stdout + p.stderr)[-800:]}")
-        check(not os.path.exists(stale), "the half-written chunk is removed")
+        check(stale and not any(os.path.exists(s) for s in stale),
+              "the half-written chunk is removed")
         check(all(open(c, "rb").read() == b for c, b in before.items()),
               "chunks written before the kill are kept unchanged")
         all_docs = json.load(open(os.path.join(key, "docs.json")))
