@@ -7,6 +7,12 @@ with one numerics-only change:
   clip_twin   the same initial weights (DIR/init_hf), the clipping norm computed in float64 and
               rounded to fp32 (olmo_core_run.py --clip-f64) instead of torch's fp32
               get_total_norm (fp32 per-tensor norms, then a norm of the norms).
+A third, held_twin (olmo_core_run.py --held-out-twin), is a sample of the same noise that does
+NOT enter the floor:
+  held_twin   the same initial weights each moved by one ulp, up or down by a seeded coin per
+              element (--nudge-ulp-mixed): another realization of noise_twin's perturbation.
+Compared as a run (`olmo compare REF/held_twin REF`) it must raise no alarm; a twin that built the
+floor cannot fail that check (its distance is at most the floor, the bound 20x the floor).
 Why the second: the precision of the clip norm is not part of the recipe. The recipe says "clip
 to max_grad_norm"; how the norm's sum is rounded is an implementation choice, and OLMo-core's own
 choice is not fixed: with data parallelism its norm is reduced through DTensor/FSDP in an order
@@ -31,7 +37,8 @@ group the weight RMS and the update RMS, src/monitor/param_rms.h) (src/monitor/r
 them). Exact quantities
 (instances, lr, skipped) must agree between a twin and the reference; a disagreement is an error
 (the twin would not be the same run).
-Cost: two more OLMo-core runs of the same length, in parallel (two more cores).
+Cost: two more OLMo-core runs of the same length, in parallel (two more cores); a third with
+--held-out-twin.
 `python scripts/noise_floor.py DIR` rewrites DIR/noise_floor.json from DIR and its twin dirs.
 """
 import json
@@ -48,6 +55,12 @@ TWINS = {
     "clip_twin": ("--clip-f64", "same initial weights, clipping norm in float64 "
                                 "(torch's is fp32 per-tensor norms, then a norm of norms)"),
 }
+# Run like a twin, never part of the floor (write_floor reads TWINS only).
+HELD_OUT = {
+    "held_twin": ("--nudge-ulp-mixed", "every initial weight moved by 1 ulp, up or down by a "
+                                       "seeded coin per element; held out of the floor"),
+}
+START_ONLY = ("--nudge-ulp", "--nudge-ulp-mixed")  # changes of the start, not of every step
 
 
 def _records(run_dir):
@@ -77,15 +90,16 @@ def _diff(a, b):
 
 def start_twins(args, run_dir, load_path=None):
     """Starts every twin (olmo_core_run.py processes, output in DIR/<name>.log) once DIR/init_hf
-    exists; load_path: the checkpoint this run started from (a stage), else None.
-    Returns [(name, process)]."""
+    exists, and the held-out twin with args.held_out_twin; load_path: the checkpoint this run
+    started from (a stage), else None. Returns [(name, process)]."""
     out = []
-    for name, (flag, _) in TWINS.items():
+    runs = {**TWINS, **(HELD_OUT if args.held_out_twin else {})}
+    for name, (flag, _) in runs.items():
         cmd = [sys.executable, os.path.abspath(sys.argv[0]), args.config, *args.overrides]
         prev = os.path.join(os.path.dirname(load_path.rstrip("/")), name) if load_path else ""
         if prev and os.path.isdir(prev):
             cmd.append(f"trainer.load_path={prev}")  # the chain's twin
-            if flag != "--nudge-ulp":
+            if flag not in START_ONLY:
                 cmd.append(flag)  # a property of every step, not of the start
         else:
             cmd.append(flag)

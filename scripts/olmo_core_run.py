@@ -1,8 +1,8 @@
 """OLMo-core's own Trainer as the reference run of an olmo.cpp config (issue 19).
 
 usage: olmo_core_run.py CONFIG.yaml [key=value ...] --run-dir DIR
-                        [--init-hf HF_DIR] [--nudge-ulp] [--clip-f64] [--threads N]
-                        [--noise-floor]
+                        [--init-hf HF_DIR] [--nudge-ulp | --nudge-ulp-mixed] [--clip-f64]
+                        [--threads N] [--noise-floor [--held-out-twin]]
 
 Resolves CONFIG (+ overrides) exactly as `olmo train` does (its --dry-run), refuses any field
 OLMo-core cannot express (naming it; scripts/olmo_core_common.py), then trains with OLMo-core
@@ -18,14 +18,17 @@ uint32 token files and seed, in one CPU process (no process group, no compile, f
   init_hf/          the step-0 weights as an HF dir (HF names as `olmo export`), so
                     `olmo train CONFIG trainer.init_from_hf=DIR/init_hf` starts from them
   stepN/            OLMo-core's own checkpoints (save_interval, and the last step)
-  reference.json    what produced it (framework versions, threads, nudge, init)
+  reference.json    what produced it (framework versions, threads, nudge, init, any
+                    OLMO_TEST_PARAM_SCALE deviation: scripts/ref_faults.py)
 tokens_digest: sum over the batch's token ids t at flat position i of (t+1)*(2i+1) mod 2^64
 (decimal string), so `olmo compare` can check the tokens of a step, not only their indices.
 --init-hf starts from those weights instead of OLMo-core's init; --nudge-ulp moves every initial
-weight up by one ulp; --clip-f64 clips with a float64 norm instead of torch's fp32 one (both
-numerics-only perturbations of the noise floor); --noise-floor runs both twins (DIR/noise_twin,
-DIR/clip_twin) as processes alongside this one and writes DIR/noise_floor.json
-(scripts/noise_floor.py). trainer.load_path may name a reference run dir (its
+weight up by one ulp (--nudge-ulp-mixed: up or down by a seeded coin per element); --clip-f64
+clips with a float64 norm instead of torch's fp32 one (numerics-only perturbations of the noise
+floor); --noise-floor runs both twins (DIR/noise_twin, DIR/clip_twin) as processes alongside this
+one and writes DIR/noise_floor.json (scripts/noise_floor.py); --held-out-twin also runs
+DIR/held_twin (--nudge-ulp-mixed), which does not enter the floor: compared as a run it tests the
+floor on a sample of OLMo-core's own noise that did not set it. trainer.load_path may name a reference run dir (its
 newest stepN) or an OLMo-core checkpoint: stage 2 (load_trainer_state false, optimizer state
 carried) as OLMo-core's own scripts do.
 Cost: OLMo-core's eager fp32 step plus, at each validation / eval point, one forward per batch.
@@ -145,14 +148,22 @@ def main():
     ap.add_argument("overrides", nargs="*")
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--init-hf", default="")
-    ap.add_argument("--nudge-ulp", action="store_true")
+    nudge = ap.add_mutually_exclusive_group()
+    nudge.add_argument("--nudge-ulp", action="store_true", help="every initial weight up 1 ulp")
+    nudge.add_argument("--nudge-ulp-mixed", action="store_true",
+                       help="every initial weight up or down 1 ulp (a seeded coin per element)")
     ap.add_argument("--clip-f64", action="store_true",
                     help="clip with a float64 gradient norm (torch's get_total_norm is fp32)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--noise-floor", action="store_true",
                     help="also run the twins (DIR/noise_twin: 1 ulp nudge, DIR/clip_twin: "
                          "float64 clip norm) and write DIR/noise_floor.json")
+    ap.add_argument("--held-out-twin", action="store_true",
+                    help="with --noise-floor: also run DIR/held_twin (1 ulp mixed nudge), left "
+                         "out of the floor")
     args = ap.parse_args()
+    if args.held_out_twin and not args.noise_floor:
+        ap.error("--held-out-twin needs --noise-floor")
     run_dir = os.path.abspath(args.run_dir)
     cfg, text = resolve_config(args.config, [*args.overrides, f"trainer.run_dir={run_dir}"])
     check_expressible(cfg)
@@ -168,18 +179,26 @@ def main():
     import noise_floor
     if args.clip_f64:
         use_float64_clip_norm()
+    import ref_faults
     import ref_metrics
     threads = args.threads or int(t.get("threads") or 0) or int(os.environ.get("OMP_NUM_THREADS", "1"))
     total, t_max = durations(cfg)
-    recorder = ref_metrics.Recorder(cfg, run_dir, total, nudge_ulp=args.nudge_ulp)
+    nudge = "up" if args.nudge_ulp else "mixed" if args.nudge_ulp_mixed else None
+    recorder = ref_metrics.Recorder(cfg, run_dir, total, nudge=nudge)
+    callbacks = {"olmo_cpp_recorder": recorder}
+    scale = ref_faults.param_scale(cfg, list(dict.fromkeys(ref_metrics.PARAM_GROUPS.values())),
+                                   ref_metrics.param_group)
+    if scale:
+        callbacks["olmo_cpp_param_scale"] = scale
     init_hf = args.init_hf or t.get("init_from_hf") or ""
     load_path = latest_checkpoint(t["load_path"]) if t.get("load_path") else None
-    trainer, tm = build(cfg, run_dir, threads, {"olmo_cpp_recorder": recorder}, init_hf, load_path)
+    trainer, tm = build(cfg, run_dir, threads, callbacks, init_hf, load_path)
     from importlib.metadata import version
     with open(os.path.join(run_dir, "reference.json"), "w") as f:
         json.dump({"framework": "olmo-core", "olmo_core_version": version("ai2-olmo-core"),
                    "torch_version": torch.__version__, "threads": threads,
-                   "nudge_ulp": args.nudge_ulp,
+                   "nudge_ulp": nudge or False,
+                   "param_scale": os.environ.get(ref_faults.ENV) if scale else None,
                    "clip_norm": "float64" if args.clip_f64 else "torch get_total_norm (fp32)",
                    "init_hf": init_hf, "load_path": load_path,
                    "t_max": t_max, "total_steps": total, "started": time.time()}, f, indent=1)

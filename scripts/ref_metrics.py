@@ -109,10 +109,23 @@ class HeldOut:
         return ce / count if count else float("nan"), count
 
 
+@torch.no_grad()
+def nudge_ulp(model, how):
+    """Moves every weight by one ulp (torch.nextafter): how "up" (every element towards +inf: the
+    noise_twin of scripts/noise_floor.py) or "mixed" (each element up or down by a coin of a
+    torch.Generator seeded 1, drawn per tensor in named_parameters order: the held-out twin)."""
+    gen = torch.Generator().manual_seed(1)
+    for _, p in model.named_parameters():
+        up = torch.ones_like(p, dtype=torch.bool) if how == "up" else \
+            torch.rand(p.shape, generator=gen) < 0.5
+        inf = torch.full_like(p, float("inf"))
+        p.copy_(torch.nextafter(p, torch.where(up, inf, -inf)))
+
+
 class Recorder(Callback):
-    def __init__(self, cfg, run_dir, total_steps, nudge_ulp=False):
+    def __init__(self, cfg, run_dir, total_steps, nudge=None):
         super().__init__()
-        self.nudge_ulp = nudge_ulp
+        self.nudge = nudge  # None, "up" or "mixed": nudge_ulp()
         self.on_init_hf = None  # called once DIR/init_hf is written (starts the noise twin)
         self.cfg, self.run_dir, self.total = cfg, run_dir, total_steps
         self.V = int(cfg["model"]["vocab_size"])
@@ -143,10 +156,8 @@ class Recorder(Callback):
 
     def pre_train(self):
         """After OLMo-core loaded any checkpoint: the nudge, then DIR/init_hf (the start)."""
-        if self.nudge_ulp:
-            with torch.no_grad():
-                for p in self.model.parameters():
-                    p.copy_(torch.nextafter(p, torch.full_like(p, float("inf"))))
+        if self.nudge:
+            nudge_ulp(self.model, self.nudge)
         write_hf_dir(self.model, os.path.join(self.run_dir, "init_hf"),
                      int(self.cfg["data"]["seq_len"]))
         if self.on_init_hf:

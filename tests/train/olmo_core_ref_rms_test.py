@@ -1,12 +1,17 @@
 """Per-group weight RMS and update RMS against OLMo-core's own Trainer (issue 37 item 6), tiny
 scale (tests/configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: the schedule is the
 20-step one), end to end with `olmo train` and `olmo compare RUN REF`:
-  1. scripts/olmo_core_run.py --noise-floor records {"kind":"param_rms"} at every step (14
-     groups, weight and update RMS computed on OLMo-core's model) in the reference and both
-     twins, and noise_floor.json holds a param_rms floor per group;
+  1. scripts/olmo_core_run.py --noise-floor --held-out-twin records {"kind":"param_rms"} at every
+     step (14 groups, weight and update RMS computed on OLMo-core's model) in the reference, both
+     twins and the held-out twin, and noise_floor.json holds a param_rms floor per group, built
+     from noise_twin and clip_twin only;
   2. olmo.cpp from the same initial weights records the same groups, and `olmo compare` is in
-     tolerance (exit 0) with a param_rms row per group; each twin compared as the run is in
-     tolerance too (no false alarm on OLMo-core itself);
+     tolerance (exit 0) with a param_rms row per group; no false alarm on OLMo-core itself: the
+     held-out twin (another 1-ulp perturbation, which did not build the floor and is not equal
+     to the reference) compared as the run is in tolerance. A floor twin could not fail that
+     check (its distance is at most the floor, the bound 20x it). Its other way: the held-out
+     twin given a 1.1x lr multiplier on layer 1's attn_q (OLMO_TEST_PARAM_SCALE on the OLMo-core
+     side, scripts/ref_faults.py) is flagged naming param_rms.*.attn_q.1;
   3. recipe deviations the loss does not show yet are flagged (exit 3) within 20 steps, the
      earliest violation naming the deviating group: weight decay on the embeddings
      (optim.embedding_weight_decay=0.1: param_rms.*.embed), and through the test-only
@@ -20,6 +25,7 @@ scale (tests/configs/tiny.yaml stopped at step 10 by trainer.hard_stop_steps: th
   4. a run without the records (trainer.param_rms_interval=0) is flagged ("param_rms record"),
      and the fault switch is refused without allow_fault_injection / with an unknown group.
 """
+import atexit
 import json
 import os
 import re
@@ -28,7 +34,7 @@ import tempfile
 import olmo_test as ot
 from olmo_test import check, finish
 from olmo_test import tiny_data
-from olmo_test.refs import compare, first_violation, reference
+from olmo_test.refs import compare, first_violation, reference, start_held_out_twin
 
 GROUPS = ["embed", "attn_q", "attn_k", "attn_v", "attn_o", "q_norm", "k_norm", "mlp_gate",
           "mlp_up", "mlp_down", "attn_norm", "mlp_norm", "final_norm", "lm_head"]
@@ -52,6 +58,19 @@ def violations(out):
         return None, []
     first = min(s for s, _ in hits)
     return first, [q for s, q in hits if s == first]
+
+
+def check_one_layer(what, rc, out):
+    """`olmo compare`'s (exit, output) of a run with lr x1.1 on layer 1's attn_q alone: flagged
+    (exit 3) within 20 steps, the first step's violations naming attn_q.1 and no other layer's
+    tensor."""
+    step, qs = violations(out)
+    layers = sorted({q.split(".", 2)[2] for q in qs if q.startswith("param_rms.") and
+                     "." in q.split(".", 2)[2]})
+    print(f"{what}: exit {rc}, first step {step}: {qs}")
+    check(rc == 3 and step is not None and step <= 20 and layers == ["attn_q.1"],
+          f"{what}: flagged naming param_rms.*.attn_q.1 and no other layer's tensor (exit {rc}, "
+          f"step {step}, layer tensors {layers})")
 
 
 def names_group(q, group):
@@ -80,12 +99,20 @@ def main():
         d = tiny_data.make_data(os.path.join(tmp, "data"))
         common = [f"data.mix={d['mix']}", f"trainer.hard_stop_steps={STEPS}"]
         ref = os.path.join(tmp, "ref")
-        p = reference(tiny_data.tiny_config(), common, ref)
-        check(p.returncode == 0, "olmo_core_run.py --noise-floor succeeds")
+        p = reference(tiny_data.tiny_config(), common, ref, held_out=True)
+        check(p.returncode == 0, "olmo_core_run.py --noise-floor --held-out-twin succeeds")
         if p.returncode != 0:
             finish("olmo_core_ref_rms")
+        held = os.path.join(ref, "held_twin")
+        # The held-out twin with a real deviation, in the background while olmo.cpp runs (all
+        # STEPS steps: `olmo compare` flags a shorter run's missing steps).
+        held_dev = os.path.join(tmp, "held_dev")
+        held_dev_p = start_held_out_twin(tiny_data.tiny_config(),
+                                         [*common, "allow_fault_injection=true"], ref, held_dev,
+                                         env={"OLMO_TEST_PARAM_SCALE": "attn_q.1:1.1"})
+        atexit.register(lambda: held_dev_p.poll() is None and held_dev_p.kill())
         # 1. The reference's records and floor.
-        for run in (ref, os.path.join(ref, "noise_twin"), os.path.join(ref, "clip_twin")):
+        for run in (ref, os.path.join(ref, "noise_twin"), os.path.join(ref, "clip_twin"), held):
             recs = ot.read_metrics(run, "param_rms")
             check([r["step"] for r in recs] == list(range(1, STEPS + 1)) and
                   all(keys_ok(r) for r in recs),
@@ -97,8 +124,21 @@ def main():
               and all(v > 0 for k, v in nf["largest"].items() if k.startswith("param_rms.")),
               "noise_floor.json: a non-zero param_rms floor per group and layer tensor (weight "
               "and update)")
+        check(sorted(nf["twins"]) == ["clip_twin", "noise_twin"] and
+              {n for steps in nf["set_by"].values() for n in steps.values()} <= set(nf["twins"]),
+              f"the floor is built from noise_twin and clip_twin only, not held_twin "
+              f"(twins {sorted(nf['twins'])})")
+        # A genuine sample of the noise: the held-out twin is not the reference.
+        a, b = ot.read_metrics(ref), ot.read_metrics(held)
+        moved = [r["step"] for r, t in zip(a, b) if r["loss"] != t["loss"]]
+        same = [r["step"] for r, t in zip(ot.read_metrics(ref, "param_rms"),
+                                           ot.read_metrics(held, "param_rms"))
+                if any(r["weight"][k] == t["weight"][k] for k in r["weight"])]
+        check(len(a) == len(b) == STEPS and moved and not same,
+              f"held_twin is not the reference: its loss differs at steps {moved}, every weight "
+              f"RMS at every step (equal somewhere at steps {same})")
 
-        # 2. olmo.cpp within the floor; the twins too.
+        # 2. olmo.cpp within the floor; the held-out twin too.
         clean = os.path.join(tmp, "clean")
         ours(clean, ref, common)
         recs = ot.read_metrics(clean, "param_rms")
@@ -112,10 +152,9 @@ def main():
         check(all(re.search(rf"^param_rms\.{p}\.{g} +{STEPS} ", out, re.M)
                   for p in ("weight", "update") for g in GROUPS),
               f"the table has a param_rms row per group, {STEPS} steps checked")
-        for twin in ("noise_twin", "clip_twin"):
-            rc, out = compare(os.path.join(ref, twin), ref)
-            check(rc == 0, f"{twin} compared as the run: in tolerance, no false alarm (got {rc}): "
-                  + (first_violation(out)[1] or ""))
+        rc, out = compare(held, ref)
+        check(rc == 0, f"held_twin (not in the floor) compared as the run: in tolerance, no false "
+              f"alarm (got {rc}): " + (first_violation(out)[1] or ""))
 
         # 3. Deviations, flagged naming the group.
         for name, over, env, group in (
@@ -159,14 +198,15 @@ def main():
               f"param_rms.*.attn_q (exit {rc}, step {step}, {q})")
 
         # 3c. A deviation in one layer's tensor (its group pools 4 layers): caught and named.
-        rc, out = deviate("one-layer deviation", "attn_q.1:1.1")
-        step, qs = violations(out)
-        layers = sorted({q.split(".", 2)[2] for q in qs if q.startswith("param_rms.") and
-                         "." in q.split(".", 2)[2]})
-        print(f"deviation lr x1.1 on attn_q of layer 1: exit {rc}, first step {step}: {qs}")
-        check(rc == 3 and step is not None and step <= 20 and layers == ["attn_q.1"],
-              f"lr x1.1 on layer 1's attn_q alone: flagged naming param_rms.*.attn_q.1 and no "
-              f"other layer's tensor (exit {rc}, step {step}, layer tensors {layers})")
+        check_one_layer("lr x1.1 on layer 1's attn_q alone",
+                        *deviate("one-layer deviation", "attn_q.1:1.1"))
+
+        # 3d. The held-out twin given the same one-layer deviation on the OLMo-core side: flagged.
+        rc = held_dev_p.wait()
+        check(rc == 0, f"held-out twin with lr x1.1 on attn_q.1: olmo_core_run.py runs (exit {rc}): "
+              + open(held_dev + ".log").read()[-300:])
+        check_one_layer("held-out twin with lr x1.1 on layer 1's attn_q (OLMo-core side)",
+                        *compare(held_dev, ref))
 
         # 4. No records; the switch's bad input.
         off = os.path.join(tmp, "off")

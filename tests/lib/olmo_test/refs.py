@@ -1,7 +1,8 @@
 """olmo_test.refs: the independent references the parity tests compare build/olmo against.
 
-- OLMo-core's own Trainer on a recipe (scripts/olmo_core_run.py, with its noise-floor twins) and
-  its checkpoint converter (scripts/olmo_core_ckpt.py): reference(), script(RUNNER / CKPT, ...);
+- OLMo-core's own Trainer on a recipe (scripts/olmo_core_run.py, with its noise-floor twins and
+  optionally the held-out twin) and its checkpoint converter (scripts/olmo_core_ckpt.py):
+  reference(), start_held_out_twin(), script(RUNNER / CKPT, ...);
   `olmo compare` of a run against it: compare(), first_violation()
 - transformers' Olmo3ForCausalLM: load_hf(dir) (an export or init dir, fp32, eager attention),
   tiny_hf_model() (tests/configs/tiny.yaml's shape, random init: the init_from_hf weights of the
@@ -11,18 +12,32 @@ OLMo-core's data order: olmo_test.olmo_core_order. torch / transformers are impo
 """
 import os
 import re
+import subprocess
 
-from olmo_test import SRC, olmo, script
+from olmo_test import PY, SRC, olmo, script
 
 RUNNER = os.path.join(SRC, "scripts", "olmo_core_run.py")
 CKPT = os.path.join(SRC, "scripts", "olmo_core_ckpt.py")
 
 
-def reference(config, overrides, run_dir, noise_floor=True):
-    """OLMo-core's Trainer on config + overrides into run_dir (CompletedProcess; rc 0 = ran)."""
+def reference(config, overrides, run_dir, noise_floor=True, held_out=False):
+    """OLMo-core's Trainer on config + overrides into run_dir (CompletedProcess; rc 0 = ran);
+    held_out: also run_dir/held_twin, left out of the floor (scripts/noise_floor.py HELD_OUT)."""
     # One thread: bitwise the same as two at this size, and 4x faster on a busy 2-core machine.
     return script(RUNNER, config, *overrides, "--run-dir", run_dir, "--threads", "1",
-                  *(["--noise-floor"] if noise_floor else []))
+                  *(["--noise-floor"] if noise_floor else []),
+                  *(["--held-out-twin"] if held_out else []))
+
+
+def start_held_out_twin(config, overrides, ref, run_dir, env=None):
+    """Starts (Popen; output in run_dir.log) an OLMo-core run made as ref's held_twin is (its
+    perturbation --nudge-ulp-mixed, scripts/noise_floor.py HELD_OUT, from ref/init_hf) into
+    run_dir, with env's variables added (a deviation: OLMO_TEST_PARAM_SCALE, ...)."""
+    with open(run_dir + ".log", "w") as log:
+        return subprocess.Popen([PY, RUNNER, config, *overrides, "--run-dir", run_dir, "--threads",
+                                 "1", "--nudge-ulp-mixed", "--init-hf", os.path.join(ref, "init_hf")],
+                                stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
 
 
 def compare(run, ref, *flags):
