@@ -349,6 +349,11 @@ void bench_micro(int reps, double peak) {
       {"7B gate,up dW", true, false, 11008, 4096, 2048, 64},
       {"7B down dW", true, false, 4096, 11008, 2048, 32},
       {"7B lm dW (416 rows)", true, false, 100352, 4096, 416, 5},
+      // the demo's LM head (configs/demo.yaml: d_model 128; a step's 2 micro-batches of 1024
+      // tokens in chunks of 416, 416, 192 rows: counted as 5 chunks of 416)
+      {"demo lm fwd (416 rows)", false, true, 416, 100352, 128, 5},
+      {"demo lm dx (416 rows)", false, false, 416, 128, 100352, 5},
+      {"demo lm dW (416 rows)", true, false, 100352, 128, 416, 5},
   });
   GemmMicroBlocking blk;
   blk.kc = env_int("OLMO_MICRO_KC", blk.kc);

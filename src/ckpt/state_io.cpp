@@ -8,6 +8,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/fingerprint.h"
 #include "ckpt/flat_range.h"
+#include "ckpt/fused_fingerprint.h"
 #include "core/error.h"
 #include "core/hash.h"
 
@@ -180,8 +181,9 @@ class LoadVisitor final : public VisitorBase {
 
 class FingerprintVisitor final : public VisitorBase {
  public:
-  FingerprintVisitor(const FlatLayout& layout, size_t fp_lo, size_t fp_hi, StateFingerprint& out)
-      : layout_(layout), fp_lo_(fp_lo), fp_hi_(fp_hi), out_(out) {}
+  FingerprintVisitor(const FlatLayout& layout, size_t fp_lo, size_t fp_hi, StateFingerprint& out,
+                     const FusedTensorFingerprint* fused)
+      : layout_(layout), fp_lo_(fp_lo), fp_hi_(fp_hi), out_(out), fused_(fused) {}
   Mode mode() const override { return Mode::fingerprint; }
   bool has_section(const std::string&) const override { return true; }
   void json(const std::string& key, nlohmann::json& value, FieldKind, const FieldFp& fp) override {
@@ -191,11 +193,16 @@ class FingerprintVisitor final : public VisitorBase {
     groups_.add(section("a whole section"), "", value, fp);
   }
   // base[0] is element lo; this rank fingerprints [max(lo, flo), min(hi, fhi)).
+  // (the sums of `fused` where it added this buffer's whole range)
   void part(const std::string& prefix, const float* base, size_t lo, size_t hi, size_t flo, size_t fhi) {
-    for (const FlatTensor& t : layout_) {
+    const size_t r0 = std::max(lo, flo), r1 = std::min(hi, fhi);
+    for (size_t ti = 0; ti < layout_.size(); ++ti) {
+      const FlatTensor& t = layout_[ti];
       uint64_t& f = out_.tensor_partials[prefix + t.name];
-      const Overlap o(t, std::max(lo, flo), std::min(hi, fhi));
-      if (!o.empty()) f = fingerprint_partial(base + (o.a - lo), o.b - o.a, o.a - t.offset);
+      const Overlap o(t, r0, r1);
+      if (o.empty()) continue;
+      if (!fused_ || !fused_->partial(prefix, base, r0, r1, ti, f))
+        f = fingerprint_partial(base + (o.a - lo), o.b - o.a, o.a - t.offset);
     }
   }
   void flat(const std::string& prefix, float* base, size_t lo, size_t hi) override {
@@ -210,6 +217,7 @@ class FingerprintVisitor final : public VisitorBase {
   const FlatLayout& layout_;
   size_t fp_lo_, fp_hi_;
   StateFingerprint& out_;
+  const FusedTensorFingerprint* fused_;
   Groups groups_;
 };
 
@@ -252,9 +260,10 @@ void load_state(const CheckpointReader& r, const StateFn& visit, const FlatLayou
 }
 
 StateFingerprint fingerprint_state(const StateFn& visit, const FlatLayout& layout, int,
-                                   size_t fp_lo, size_t fp_hi) {
+                                   size_t fp_lo, size_t fp_hi,
+                                   const FusedTensorFingerprint* fused) {
   StateFingerprint f;
-  FingerprintVisitor v(layout, fp_lo, fp_hi, f);
+  FingerprintVisitor v(layout, fp_lo, fp_hi, f, fused);
   visit(v);
   v.finish();
   return f;

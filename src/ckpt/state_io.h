@@ -83,12 +83,16 @@ void load_state(const CheckpointReader& r, const StateFn& visit, const FlatLayou
 // Fingerprint-mode visit of the state in memory: this rank's partial tensor fingerprints (every
 // visited tensor, 0 where this rank holds none of it; sum them over ranks mod 2^64) and the
 // group fingerprints. Replicated buffers are fingerprinted over [fp_lo, fp_hi) by this rank.
+// fused (optional): the tensor sums its pass already added (ckpt/fused_fingerprint.h; the same
+// values, without a second read of the buffers it covers).
 struct StateFingerprint {
   std::map<std::string, uint64_t> tensor_partials;
   nlohmann::json state = nlohmann::json::object();  // group -> hex64
 };
+class FusedTensorFingerprint;
 StateFingerprint fingerprint_state(const StateFn& visit, const FlatLayout& layout, int rank,
-                                   size_t fp_lo, size_t fp_hi);
+                                   size_t fp_lo, size_t fp_hi,
+                                   const FusedTensorFingerprint* fused = nullptr);
 
 // The group fingerprints recomputed from r's stored sections (its recorded spec, or the legacy
 // one of checkpoints that predate it).

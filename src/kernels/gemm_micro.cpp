@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/scratch.h"
@@ -41,6 +42,16 @@ struct Path {
 
 // The driver for both input types: T = float (micro_pack_*) or bf16_t (micro_pack_*_dot /
 // gemm_dot_pack_*: VDPBF16PS's operands, emulated or native).
+// Loop nest: for each nc-wide column panel, for each group of kc blocks: all threads pack the
+// group's B panels together, one barrier, then each thread runs its rows' mc blocks through the
+// group's kc blocks in K order. A group is one kc block, or the whole depth when its packed
+// panels fit the panel budget of the blocking (kc x nc floats: a short K, e.g. a weight
+// gradient over a few hundred tokens): then each C block takes all its kc blocks while it is in
+// cache instead of one pass over C per kc block. The B panels alternate between two buffers, so
+// a thread may pack group g + 1 while others still compute group g (it passed the barrier
+// after group g's packing, which every thread reached after computing group g - 1, the
+// buffer's previous user): one barrier per group. None of this changes an element's order:
+// its kc blocks still go into C one by one in K order (the bits depend on kc only).
 template <class In, class PackA, class PackB>
 void drive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const In* A,
            const In* B, float beta, float* C, int64_t lda, int64_t ldb, int64_t ldc,
@@ -55,31 +66,50 @@ void drive(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const
   const int64_t mc = (std::min(blk.mc, M) + kMR - 1) / kMR * kMR;
   const int64_t nc = (std::min(blk.nc, N) + NR - 1) / NR * NR;
   const int64_t slivers = (M + kMR - 1) / kMR;
+  // The kc blocks: depth offset, depth, packed depth, offset of its panel in a group's buffer.
+  struct KBlock { int64_t pc, kcur, kp, off; };
+  std::vector<KBlock> kb;
+  int64_t depth_all = 0;  // packed depth of all blocks
+  for (int64_t pc = 0; pc < K; pc += kc) {
+    const int64_t kcur = std::min(kc, K - pc), kp = path.packed(kcur);
+    kb.push_back({pc, kcur, kp, depth_all * nc});
+    depth_all += kp;
+  }
+  const bool whole = depth_all * nc <= path.packed(blk.kc) * blk.nc;  // one group
+  const int64_t nblk = int64_t(kb.size()), group = whole ? nblk : 1;
+  const int64_t panel = (whole ? depth_all : kcp) * nc;
+  if (!whole)
+    for (KBlock& b : kb) b.off = 0;
   int64_t nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   nt = std::max<int64_t>(1, std::min(nt, slivers));
-  float* Bp = scratch<float>(Scratch::gemm_pack_b, kcp * nc);
+  const int64_t groups = (N + nc - 1) / nc * (nblk / group);
+  float* Bp = scratch<float>(Scratch::gemm_pack_b, groups > 1 ? 2 * panel : panel);
 #pragma omp parallel num_threads(int(nt))
   {
     const int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
     float* Ap = scratch<float>(Scratch::gemm_pack_a, mc * kcp);
     const int64_t m0 = slivers * t / T * kMR, m1 = std::min(M, slivers * (t + 1) / T * kMR);
+    int64_t it = 0;  // group count: the buffer parity
     for (int64_t jc = 0; jc < N; jc += nc) {
       const int64_t ncur = std::min(nc, N - jc), nsl = (ncur + NR - 1) / NR;
-      for (int64_t pc = 0; pc < K; pc += kc) {
-        const int64_t kcur = std::min(kc, K - pc), kp = path.packed(kcur);
-        {  // this thread's share of the panel's slivers, then wait for the whole panel
+      for (int64_t g0 = 0; g0 < nblk; g0 += group, ++it) {
+        float* buf = Bp + (it & 1) * panel;
+        {  // this thread's share of the group's slivers, then wait for the whole panels
           const int64_t s0 = nsl * t / T, s1 = nsl * (t + 1) / T;
           if (s1 > s0)
-            pack_b(tb, B, ldb, pc, kcur, jc + s0 * NR, std::min(ncur, s1 * NR) - s0 * NR,
-                   Bp + s0 * NR * kp);
+            for (int64_t q = g0; q < g0 + group; ++q)
+              pack_b(tb, B, ldb, kb[q].pc, kb[q].kcur, jc + s0 * NR,
+                     std::min(ncur, s1 * NR) - s0 * NR, buf + kb[q].off + s0 * NR * kb[q].kp);
         }
 #pragma omp barrier
         for (int64_t ic = m0; ic < m1; ic += mc) {
           const int64_t mcur = std::min(mc, m1 - ic);
-          pack_a(ta, A, lda, ic, mcur, pc, kcur, Ap);
-          path.macro(mcur, ncur, kp, Ap, Bp, alpha, beta, pc == 0, C + ic * ldc + jc, ldc);
+          for (int64_t q = g0; q < g0 + group; ++q) {
+            pack_a(ta, A, lda, ic, mcur, kb[q].pc, kb[q].kcur, Ap);
+            path.macro(mcur, ncur, kb[q].kp, Ap, buf + kb[q].off, alpha, beta, kb[q].pc == 0,
+                       C + ic * ldc + jc, ldc);
+          }
         }
-#pragma omp barrier
       }
     }
   }

@@ -10,12 +10,14 @@
 // (one fmadd each), so the bits depend on kc only -- never on the ISA (scalar, AVX2, AVX-512
 // give the same bits), the thread count, mc, nc or the tile an element falls in. kc is the
 // constant below, never derived from the detected cache sizes. Threads: OpenMP (the current team size;
-// serial inside a parallel region), each thread a range of whole MR-row slivers of C; each kc x nc
-// B panel is packed by all threads together (two barriers per panel).
+// serial inside a parallel region), each thread a range of whole MR-row slivers of C; the B
+// panels are packed by all threads together, one barrier per panel group (gemm_micro.cpp: a
+// group is one kc block, or all of K when its panels fit kc*nc floats, e.g. the LM head's
+// weight gradient over 416 tokens: then each C block takes its kc blocks while in cache).
 // Cost: 2*M*N*K flops plus packing (A: M*K once per nc block of N; B: N*K once) and one C
-// read-modify-write per kc block (C's lines prefetched at the start of each tile). Memory: a
-// packed B panel (kc*nc floats, calling thread's scratch) and one packed A block per thread
-// (mc*kc floats), Scratch::gemm_pack_b / gemm_pack_a.
+// read-modify-write per kc block (C's lines prefetched at the start of each tile). Memory: two
+// packed B panel buffers (up to kc*nc floats each, calling thread's scratch) and one packed A
+// block per thread (mc*kc floats), Scratch::gemm_pack_b / gemm_pack_a.
 // gemm() and gemm_bf16() run every call here (gemm.h); it may be called directly (tests, bench).
 #pragma once
 #include <cstdint>

@@ -116,6 +116,48 @@ namespace {
 inline float widen1(float x) { return x; }
 inline void widen_copy(float* d, const float* s, int64_t n) { memcpy(d, s, size_t(n) * 4); }
 
+// Prefetches (into L2) the n elements at src + ahead: integer address arithmetic, since the span
+// may lie past the operand's end (prefetches do not fault). Changes no value.
+template <class T>
+inline void prefetch_span(const T* src, int64_t ahead, int64_t n) {
+  const uintptr_t a = uintptr_t(src) + uintptr_t(ahead) * sizeof(T);
+  for (int64_t q = 0; q < n; q += 64 / int64_t(sizeof(T)))
+    __builtin_prefetch(reinterpret_cast<const void*>(a + uintptr_t(q) * sizeof(T)), 0, 2);
+}
+
+#if defined(__AVX512F__)
+// Sixteen depth steps of one full A sliver, op(A) not transposed: six fp32 rows of 16
+// contiguous values (src[r] + p) into the packed order dst[p * 6 + r] (96 floats), by register
+// permutes instead of 96 scalar moves: row pairs interleaved (64-bit units (r, r+1) per p),
+// then the three pair streams interleaved. Moves values only.
+inline void pack6x16(const float* const* src, int64_t p, float* dst) {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15,
+                                       31);
+  __m512d pr[2][3];  // [half][pair]: (r, r+1) for 8 depth steps as 64-bit units
+  for (int q = 0; q < 3; ++q) {
+    const __m512 a = _mm512_loadu_ps(src[2 * q] + p), b = _mm512_loadu_ps(src[2 * q + 1] + p);
+    pr[0][q] = _mm512_castps_pd(_mm512_permutex2var_ps(a, lo, b));
+    pr[1][q] = _mm512_castps_pd(_mm512_permutex2var_ps(a, hi, b));
+  }
+  // out = A0 B0 C0 A1 B1 C1 ... A7 B7 C7 (A, B, C: the pairs (0,1), (2,3), (4,5)) in 3 vectors;
+  // an index i < 8 takes the first operand's unit i, 8 + i the second's (0: unused slot).
+  const __m512i ab0 = _mm512_setr_epi64(0, 8, 0, 1, 9, 0, 2, 10);
+  const __m512i c0 = _mm512_setr_epi64(0, 1, 8, 3, 4, 9, 6, 7);
+  const __m512i ab1 = _mm512_setr_epi64(0, 3, 11, 0, 4, 12, 0, 5);
+  const __m512i c1 = _mm512_setr_epi64(10, 1, 2, 11, 4, 5, 12, 7);
+  const __m512i ab2 = _mm512_setr_epi64(13, 0, 6, 14, 0, 7, 15, 0);
+  const __m512i c2 = _mm512_setr_epi64(0, 13, 2, 3, 14, 5, 6, 15);
+  for (int h = 0; h < 2; ++h) {
+    const __m512d A = pr[h][0], B = pr[h][1], C = pr[h][2];
+    double* d = reinterpret_cast<double*>(dst + h * 48);
+    _mm512_storeu_pd(d, _mm512_permutex2var_pd(_mm512_permutex2var_pd(A, ab0, B), c0, C));
+    _mm512_storeu_pd(d + 8, _mm512_permutex2var_pd(_mm512_permutex2var_pd(A, ab1, B), c1, C));
+    _mm512_storeu_pd(d + 16, _mm512_permutex2var_pd(_mm512_permutex2var_pd(A, ab2, B), c2, C));
+  }
+}
+#endif
+
 template <class T>
 void pack_a(bool ta, const T* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
             float* Ap) {
@@ -123,6 +165,7 @@ void pack_a(bool ta, const T* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0
   if (ta && full > 0) {  // row by row: each row of A's block read in order (one stream)
     for (int64_t p = 0; p < kc; ++p) {
       const T* src = A + (p0 + p) * lda + i0;
+      prefetch_span(src, mc, mc);  // the same row's next mc block (this thread's next block)
       for (int64_t s = 0; s < full; ++s)
         widen_copy(Ap + s * kGemmMR * kc + p * kGemmMR, src + s * kGemmMR, kGemmMR);
     }
@@ -143,7 +186,16 @@ void pack_a(bool ta, const T* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0
       if (m == kGemmMR) {
         const T* src[kGemmMR];
         for (int r = 0; r < kGemmMR; ++r) src[r] = A + (r0 + r) * lda + p0;
-        for (int64_t p = 0; p < kc; ++p)
+        // each row's next kc block (the next one this thread packs from these rows): hundreds
+        // of short row segments, e.g. the LM head's d/dlogits rows 100352 floats apart, defeat
+        // the hardware prefetcher
+        for (int r = 0; r < kGemmMR; ++r) prefetch_span(src[r], kc, kc);
+        int64_t p = 0;
+#if defined(__AVX512F__)
+        if constexpr (sizeof(T) == sizeof(float))
+          for (; p + 16 <= kc; p += 16) pack6x16(src, p, dst + p * kGemmMR);
+#endif
+        for (; p < kc; ++p)
 #pragma GCC unroll 6
           for (int r = 0; r < kGemmMR; ++r) dst[p * kGemmMR + r] = widen1(src[r][p]);
       } else {

@@ -78,7 +78,8 @@ AdamW::AdamW(size_t numel, std::vector<ParamGroup> groups, AdamWConfig cfg, size
   steps_.assign(groups_.size(), 0.0f);
 }
 
-void AdamW::step(float* params, const float* grads, double lr, bool skip) {
+void AdamW::step(float* params, const float* grads, double lr, bool skip,
+                 const BlockFn* block_done) {
   if (skip) return;  // f = 0: no weight, moment or step-count change
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const ParamGroup& g = groups_[gi];
@@ -91,8 +92,13 @@ void AdamW::step(float* params, const float* grads, double lr, bool skip) {
     float* m = m_.data() + off;
     float* v = v_.data() + off;
     const int64_t n = b > a ? static_cast<int64_t>(b - a) : 0;
+    const int64_t bs = int64_t(kBlock), nb = (n + bs - 1) / bs;
 #pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) update_one(p[i], gr[i], m[i], v[i], s);
+    for (int64_t k = 0; k < nb; ++k) {
+      const int64_t i0 = k * bs, i1 = std::min(n, i0 + bs);
+      for (int64_t i = i0; i < i1; ++i) update_one(p[i], gr[i], m[i], v[i], s);
+      if (block_done) (*block_done)(a + size_t(i0), a + size_t(i1));
+    }
     steps_[gi] = steps_[gi] + 1.0f;
   }
 }

@@ -23,6 +23,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,14 @@ class AdamW {
 
   // One optimizer step. params/grads: shard_numel() floats each (the whole buffer unsharded). lr: this step's learning rate (double,
   // exactly as OLMo-core's scheduler returns it). skip: the skip-step decision (f = 0).
-  void step(float* params, const float* grads, double lr, bool skip = false);
+  // block_done (optional): called with each block [a, b) of global flat indices (at most
+  // kBlock elements, inside one group) as soon as its p, m and v hold this step's values, on the
+  // OpenMP thread that updated it (concurrently with other blocks; each index once; never on a
+  // skipped step), while the block is still in cache (the trainer's state fingerprint).
+  using BlockFn = std::function<void(size_t a, size_t b)>;
+  static constexpr size_t kBlock = 16384;  // 64 KB of each of p, g, m, v
+  void step(float* params, const float* grads, double lr, bool skip = false,
+            const BlockFn* block_done = nullptr);
 
   size_t numel() const { return numel_; }
   size_t shard_begin() const { return lo_; }

@@ -104,7 +104,8 @@ void TrainModule::train_batch(const int32_t* tokens, const int32_t* targets,
   if (hooks.pre_optim) hooks.pre_optim(r);
   // Update this rank's shard, then every rank gets the updated parameters.
   const double to = now_seconds();
-  adamw_->step(dp_->param_shard(), g, r.lr, !apply);
+  adamw_->step(dp_->param_shard(), g, r.lr, !apply,
+               hooks.optim_block_done ? &hooks.optim_block_done : nullptr);
   if (profile::enabled()) profile::add("optimizer", now_seconds() - to, 0);
   dp_->end_step(apply);
 }

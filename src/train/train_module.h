@@ -58,6 +58,8 @@ class TrainModule {
     // The backward of micro-batch `micro` has finished the gradient of the flat range [a, b)
     // (one parameter unit; before the data-parallel reduction takes it).
     std::function<void(int64_t micro, size_t a, size_t b)> unit_grad_done;
+    // The optimizer has written this step's values of the flat range [a, b) (AdamW::BlockFn).
+    optim::AdamW::BlockFn optim_block_done;
   };
 
   TrainModule(model::Olmo3& model, dist::Communicator& comm, const Config& cfg,

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/fused_fingerprint.h"
 #include "ckpt/run_lock.h"
 #include "core/error.h"
 #include "core/profile.h"
@@ -15,6 +16,7 @@
 #include "model/olmo3.h"
 #include "train/metrics_log.h"
 #include "train/progress.h"
+#include "train/train_state.h"
 #include "train/train_module.h"
 #include "distributed/zero.h"
 #include "optim/adamw.h"
@@ -81,6 +83,13 @@ StepResult Trainer::train_step() {
   hooks.pre_optim = [this](const StepResult& sr) {
     for (auto& cb : callbacks_) cb->pre_optim(*this, sr);
   };
+  // The state fingerprint's tensor sums, added by the optimizer block by block while each
+  // block is in cache (ckpt/fused_fingerprint.h).
+  const ckpt::FlatLayout layout = param_layout(*model_);
+  ckpt::FusedTensorFingerprint fused([&](StateVisitor& v) { visit_state(v, {}); }, layout,
+                                     module_->optimizer().shard_begin(),
+                                     module_->optimizer().shard_end());
+  hooks.optim_block_done = [&fused](size_t a, size_t b) { fused.add(a, b); };
   module_->train_batch(batch_.tokens.data(), targets_.data(),
                        doc_mask_ ? doc_ids_.data() : nullptr, B, T, step_, r, hooks);
   r.streamed_units = module_->reducer().streamed_units();
@@ -93,7 +102,7 @@ StepResult Trainer::train_step() {
   r.tokens_seen = tokens_seen_;
   {  // the state fingerprint after this step (state_digest), inside the step's time
     const double tf = now_seconds();
-    r.state_fingerprint = state_digest();
+    r.state_fingerprint = state_digest(&fused);
     if (profile::enabled()) profile::add("fingerprint", now_seconds() - tf, 0);
   }
   r.batch_hash = batch_.global_hash;

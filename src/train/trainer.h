@@ -48,6 +48,7 @@ class StateVisitor;
 namespace olmo::ckpt {
 class CheckpointReader;
 class CheckpointWriter;
+class FusedTensorFingerprint;
 class RunDirLock;
 }  // namespace olmo::ckpt
 namespace olmo::data {
@@ -113,8 +114,10 @@ class Trainer {
   // same value at any world size; a checkpoint of this step records its parts. Computed after
   // every step into StepResult::state_fingerprint (metrics.jsonl "state_fingerprint"; `olmo
   // verify`, monitor/run_verify.h). Cost: one pass over 3 x P / W floats per rank and one small
-  // all-reduce (docs/reproducibility.md gives the measured share of a step).
-  uint64_t state_digest();
+  // all-reduce (docs/reproducibility.md gives the measured share of a step); after a step, the
+  // tensors the optimizer wrote come from `fused` (its sums added block by block during the
+  // update, ckpt/fused_fingerprint.h) and only the small groups are left.
+  uint64_t state_digest(const ckpt::FusedTensorFingerprint* fused = nullptr);
   // Timing of the last committed checkpoint: wall time from the save's start to the commit, the
   // fingerprint's share and CPU time (part of it runs beside the writes on a second thread), and
   // the time the training loop was blocked by it (stall_s = snapshot_s + commit_s: the staging
@@ -211,7 +214,7 @@ class Trainer {
   // (core/state_visitor.h, trainer_state.cpp).
   void visit_state(StateVisitor& v, const StateParts& parts);
   // Collective: layout-independent fingerprints of the state in memory (trainer_state.cpp).
-  nlohmann::json state_fingerprint();
+  nlohmann::json state_fingerprint(const ckpt::FusedTensorFingerprint* fused = nullptr);
   void verify_loaded(const ckpt::CheckpointReader& r, bool optim_state, bool trainer_state,
                      bool resume);
   TrainerPosition position() const;

@@ -130,17 +130,17 @@ static std::map<std::string, uint64_t> sum_over_ranks(dist::Communicator& comm,
 // tensor (weights, both AdamW moments) and every fingerprint group. Collective: after a load
 // every rank fingerprints the elements of its ZeRO shard [lo, hi) of the flat buffer, weights
 // included (one pass over 3 x P / W floats per rank).
-json Trainer::state_fingerprint() {
+json Trainer::state_fingerprint(const ckpt::FusedTensorFingerprint* fused) {
   const ckpt::StateFingerprint f = ckpt::fingerprint_state(
       [&](StateVisitor& v) { visit_state(v, {}); }, train::param_layout(*model_), rank_,
-      module_->optimizer().shard_begin(), module_->optimizer().shard_end());
+      module_->optimizer().shard_begin(), module_->optimizer().shard_end(), fused);
   json tensors = json::object();
   for (const auto& [name, sum] : sum_over_ranks(*comm_, f.tensor_partials)) tensors[name] = hex64(sum);
   return json{{"version", 1}, {"tensors", tensors}, {"state", f.state}};
 }
 
-uint64_t Trainer::state_digest() {
-  json f = state_fingerprint();
+uint64_t Trainer::state_digest(const ckpt::FusedTensorFingerprint* fused) {
+  json f = state_fingerprint(fused);
   f.erase("version");
   return ckpt::fingerprint_json(f);
 }
