@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Distributed step benchmark: step time and communication share of `olmo train` at 1 and 2
-# processes (one thread each, mpirun on loopback/shared memory), dist.reduce exact vs fast, in
+# processes (or the --procs list; one thread each, mpirun on loopback/shared memory), dist.reduce exact vs fast, in
 # one invocation (alternating, so machine noise hits all four alike; even rounds run the modes
 # in reverse order, so a setting that runs first in a round is not always the same one). Random tokens (< 512) into
 # a model of the given shape; steps after the first are timed (metrics.jsonl step_s / comm_s;
@@ -24,12 +24,17 @@
 # each instance's gradient once; --micro sets fast's micro-batch only). The machine's
 # load average is printed before and after. Each run's final checkpoint is deleted after it
 # (only metrics.jsonl is read; 3.2 GB each at olmo3-190m).
+# --procs "1 2 3" times those world sizes (fast needs each to divide batch / micro; exact runs
+# any count up to batch); --no-peers leaves out exact-seq and the 1 x 2 threads peer (then the
+# last line is exact_cost_npN=N.NN% for each N only).
 # Usage: bench/dist_bench.sh [--d-model 256] [--layers 4] [--heads d/64] [--ffn 8d/3 up to 256]
 #                            [--vocab 8192] [--seq 256] [--window "[s/4,s/4,s/4,-1]"]
 #                            [--precision fp32] [--batch 8] [--micro 2] [--steps 4] [--rounds 2]
+#                            [--procs "1 2"] [--no-peers]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 d=256 layers=4 vocab=8192 seq=256 batch=8 micro=2 steps=4 rounds=2 heads= ffn= window= prec=fp32
+procs="1 2" peers=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --d-model) d=$2; shift 2 ;; --layers) layers=$2; shift 2 ;; --vocab) vocab=$2; shift 2 ;;
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;; --rounds) rounds=$2; shift 2 ;;
     --heads) heads=$2; shift 2 ;; --ffn) ffn=$2; shift 2 ;; --window) window=$2; shift 2 ;;
     --precision) prec=$2; shift 2 ;;
+    --procs) procs=$2; shift 2 ;; --no-peers) peers=0; shift ;;
     *) echo "dist_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -50,6 +56,12 @@ echo "bench,data/part-0.npy" > "$out/train.mix"
 [ -n "$ffn" ] || ffn=$(( (8 * d / 3 + 255) / 256 * 256 ))
 [ -n "$heads" ] || heads=$((d / 64))
 [ -n "$window" ] || window="[$((seq / 4)),$((seq / 4)),$((seq / 4)),-1]"
+for np_ in $procs; do
+  if [ $(( (batch / micro) % np_ )) != 0 ]; then
+    echo "dist_bench.sh: fast mode cannot run $((batch / micro)) micro-batches on $np_ processes (--batch / --micro must be a multiple of each of --procs)" >&2
+    exit 2
+  fi
+done
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 
 common=(data.mix="$out/train.mix" data.seq_len=$seq data.global_batch_tokens=$((seq * batch))
@@ -60,8 +72,8 @@ common=(data.mix="$out/train.mix" data.seq_len=$seq data.global_batch_tokens=$((
         trainer.profile=true)
 "$olmo" info --preset olmo3-7b >/dev/null
 for r in $(seq 1 "$rounds"); do
-  for np_ in 1 2; do
-    modes="exact fast"; [ "$np_" = 2 ] && modes="exact fast exact-seq"
+  for np_ in $procs; do
+    modes="exact fast"; [ "$np_" = 2 ] && [ "$peers" = 1 ] && modes="exact fast exact-seq"
     [ $((r % 2)) = 0 ] && modes="$(echo $modes | tr ' ' '\n' | tac | tr '\n' ' ')"
     for mode in $modes; do
       run="$out/run-$np_-$mode-$r"
@@ -75,18 +87,20 @@ for r in $(seq 1 "$rounds"); do
     done
   done
   # The peer of "2 processes x 1 thread": 1 process with 2 threads (default exact reduction).
+  [ "$peers" = 1 ] || continue
   OMP_NUM_THREADS=2 "$olmo" train "$root/tests/configs/tiny.yaml" "${common[@]}" trainer.threads=2 \
     trainer.run_dir="$out/run-1t2-exact-$r" dist.reduce=exact >/dev/null
   find "$out/run-1t2-exact-$r" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$py" - "$out" "$rounds" "$batch" "$micro" <<'PY'
+"$py" - "$out" "$rounds" "$batch" "$micro" "$procs" "$peers" <<'PY'
 import json, os, sys
 out, rounds, batch, micro = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+procs, peers = [int(p) for p in sys.argv[5].split()], sys.argv[6] == "1"
 parts = ("exact_convert", "exact_zero_grad", "reduce_finish", "comm", "optimizer")
 res = {}
-for np_ in (1, 2):
-    for mode in ("exact", "fast") + (("exact-seq",) if np_ == 2 else ()):
+for np_ in procs:
+    for mode in ("exact", "fast") + (("exact-seq",) if np_ == 2 and peers else ()):
         st, cm, tps, mfu = [], [], [], []
         prof = {k: [] for k in parts}
         for r in range(1, rounds + 1):
@@ -112,6 +126,9 @@ for np_ in (1, 2):
             print("    profile per step (rank 0): " + ", ".join(f"{k} {v:.3f} s ({100*v/m(st):.1f}%)" for k, v in pr.items())
                   + (f"; conversion {1e9*pr['exact_convert']/(mb*info['params']):.2f} ns/param/instance"
                      f" ({mb} instances/rank)" if mode.startswith("exact") else ""))
+if not peers or procs != [1, 2]:
+    print(" ".join(f"exact_cost_np{p}={100 * (res[(p, 'exact')][0] / res[(p, 'fast')][0] - 1):.2f}%" for p in procs))
+    sys.exit(0)
 t2 = []
 for r in range(1, rounds + 1):
     recs = [json.loads(l) for l in open(os.path.join(out, f"run-1t2-exact-{r}", "metrics.jsonl"))]
