@@ -154,6 +154,30 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
+// What the references say converting x with (shift, limit) gives: the ORed flags, the largest
+// finite biased exponent, and per element the integer (unspecified where flagged[i]).
+struct Reference {
+  std::vector<int64_t> q;
+  std::vector<char> flagged;
+  uint32_t flags = 0;
+  int64_t seen = 0;
+};
+
+Reference reference_of(const std::vector<float>& x, int32_t shift, uint32_t limit) {
+  Reference r;
+  r.q.resize(x.size());
+  r.flagged.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t f = 0, u;
+    r.q[i] = quantise_reference(x[i], shift, limit, &f);
+    r.flags |= f;
+    r.flagged[i] = f != 0;
+    std::memcpy(&u, &x[i], 4);
+    if (((u >> 23) & 0xff) != 255) r.seen = std::max<int64_t>(r.seen, (u >> 23) & 0xff);
+  }
+  return r;
+}
+
 }  // namespace
 
 TEST(ScaledFixed, ValueBitsLeaveRoomForEveryMicroBatch) {
@@ -184,17 +208,10 @@ TEST(ScaledFixed, KernelsEqualTheReferencesUnderEveryIsa) {
       ASSERT_EQ(sc.shift(0), shift);
       std::vector<int64_t> q(n, 0), seen(1, 0);
       const uint32_t flags = sc.convert(q.data(), x.data(), 0, n, false, seen);
-      uint32_t want_flags = 0;
-      int64_t want_seen = 0;
+      const Reference want = reference_of(x, shift, limit);
       for (size_t i = 0; i < n; ++i) {
-        uint32_t f = 0;
-        const int64_t r = quantise_reference(x[i], shift, limit, &f);
-        want_flags |= f;
-        uint32_t u;
-        std::memcpy(&u, &x[i], 4);
-        if (((u >> 23) & 0xff) != 255) want_seen = std::max<int64_t>(want_seen, (u >> 23) & 0xff);
-        if (f) continue;  // the value of a flagged element is unspecified
-        ASSERT_EQ(q[i], r) << "isa " << int(isa) << " limit " << limit << " x=" << x[i];
+        if (want.flagged[i]) continue;  // the value of a flagged element is unspecified
+        ASSERT_EQ(q[i], want.q[i]) << "isa " << int(isa) << " limit " << limit << " x=" << x[i];
         const float back = dequantise_reference(q[i], shift);
         float fast = 0;
         sc.to_float(&fast, &q[i], i, i + 1);
@@ -202,8 +219,8 @@ TEST(ScaledFixed, KernelsEqualTheReferencesUnderEveryIsa) {
           ASSERT_EQ(fast, back) << q[i];
         }
       }
-      EXPECT_EQ(flags, want_flags) << "limit " << limit;
-      EXPECT_EQ(seen[0], want_seen);
+      EXPECT_EQ(flags, want.flags) << "limit " << limit;
+      EXPECT_EQ(seen[0], want.seen);
       // Accumulating twice = 2q exactly (no flagged element at limit 255 is finite).
       if (limit == 200) {
         std::vector<float> small(n);
@@ -216,6 +233,72 @@ TEST(ScaledFixed, KernelsEqualTheReferencesUnderEveryIsa) {
           ASSERT_EQ(a[i], 2 * quantise_reference(small[i], shift, limit, &f));
         }
       }
+    }
+  }
+  olmo::clear_isa_override();
+}
+
+// The values where a rounding shortcut would go wrong, under every ISA against the reference:
+// ties (k + 1/2) of both signs and both parities, y = x * 2^shift near 2^22..2^24 (the last
+// float ulps with a half), 2^52, 2^53, 2^61 and the largest accepted |y| (< 2^L), the smallest
+// values that overflow, denormal floats, +-0, FLT_MIN, at limits from the smallest (shift 185)
+// to 254 (shift < 0: most values round to 0 or a tie), every lane position of a vector.
+TEST(ScaledFixed, EdgeValuesRoundAsTheReferenceUnderEveryIsa) {
+  std::vector<double> ys;  // targets in units of 2^-shift (the float nearest is taken)
+  for (double k : {0.5, 1.5, 2.5, 3.5, 4.5, 1023.5, 1024.5, 0.25, 0.75, 1.25, 0.499999, 0.500001})
+    ys.push_back(k);
+  for (double t : {0x1p22 - 0.5, 0x1p22 + 0.5, 0x1p23 - 0.5, 0x1p23 - 1.5, 0x1p24 - 1.0,
+                   0x1p24 - 3.0, 0x1p24 + 2.0})
+    ys.push_back(t);
+  for (int k : {31, 32, 33, 51, 52, 53, 54, 60, 61})
+    for (double m : {1.0, 1.0 - 0x1p-24, 1.0 + 0x1p-23, 1.5})
+      ys.push_back(std::ldexp(m, k));
+  for (int lim : {0, 1, 2}) ys.push_back(std::ldexp(1.0 - 0x1p-24, 62 - lim));  // below 2^L
+  std::vector<float> base;
+  for (uint32_t b : {0x00000001u, 0x00000002u, 0x00000003u, 0x007fffffu, 0x00400000u,
+                     0x00800000u, 0x00800001u, 0x7f7fffffu})
+    base.push_back(from_bits(b));
+  base.push_back(0.0f);
+  base.push_back(-0.0f);
+  for (olmo::Isa isa : runnable_isas()) {
+    olmo::set_isa_override(isa);
+    for (uint32_t limit : {4u, 30u, 100u, 127u, 150u, 189u, 200u, 240u, 254u}) {
+      SegmentScales sc({0, 1}, 1);  // one micro-batch: L = 62, accepted |y| < 2^62
+      sc.begin_step(1);
+      sc.set_exponents({int64_t(limit) - kHeadroom - 1});
+      ASSERT_EQ(sc.value_bits(), 62);
+      const int32_t shift = sc.shift(0);
+      std::vector<float> x = base;
+      for (double y : ys) {
+        const float f = float(std::ldexp(y, -shift));
+        if (f != 0.0f && std::isfinite(f)) x.push_back(f);
+      }
+      const float at_limit = std::ldexp(1.0f, int(limit) - 127);  // the first that overflows
+      x.push_back(at_limit);
+      x.push_back(std::nextafter(at_limit, 0.0f));  // the largest accepted
+      const size_t m = x.size();
+      for (size_t i = 0; i < m; ++i) x.push_back(-x[i]);
+      // Every value at every lane position: the list again from 7 more offsets.
+      const std::vector<float> once = x;
+      for (size_t r = 1; r < 8; ++r) x.insert(x.end(), once.begin() + long(r), once.end());
+      const size_t n = x.size();
+      SegmentScales wide({0, n}, 1);
+      wide.begin_step(1);
+      wide.set_exponents(sc.exponents());
+      std::vector<int64_t> q(n, 0), seen(1, 0);
+      const uint32_t flags = wide.convert(q.data(), x.data(), 0, n, false, seen);
+      const Reference want = reference_of(x, shift, limit);
+      int64_t checked = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (want.flagged[i]) continue;  // the value of a flagged element is unspecified
+        ++checked;
+        ASSERT_EQ(q[i], want.q[i]) << olmo::isa_name(isa) << " limit " << limit << " shift "
+                                   << shift << " x=" << x[i] << " y="
+                                   << std::ldexp(double(x[i]), shift);
+      }
+      EXPECT_EQ(flags, want.flags) << "limit " << limit;
+      EXPECT_EQ(seen[0], want.seen) << "limit " << limit;
+      EXPECT_GT(checked, int64_t(n / 4)) << "limit " << limit;
     }
   }
   olmo::clear_isa_override();
