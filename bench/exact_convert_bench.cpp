@@ -14,6 +14,8 @@
 //   ISA  scalar | avx2 | avx512 (OLMO_DISPATCH's copy; clamped to the CPU's)
 //   MODE plain  one conversion per instance (no kept copies: the memory plan / ZeRO-3 path)
 //        keep   + the kept fp32 copy per instance (item 5 of issue 47, armed after a rescale)
+//        defer  the kept copy (clearing the gradient as it reads it), and every instance but
+//               the last converted with the last from its copy (defer_micro_batch: one pass)
 // Prints per variant: conversion CPU seconds per step (mean, min over reps) and ns per
 // parameter per instance (CPU time / (instances x parameters)).
 // Usage: bench_exact_convert [--reps N] [--instances N] [--seq N] [--threads N]
@@ -42,7 +44,7 @@ namespace {
 struct Variant {
   std::string name;
   Isa isa = Isa::avx512;
-  bool keep = false;
+  bool keep = false, defer = false;
   std::vector<double> cpu, wall;  // per rep: seconds per step
 };
 
@@ -56,7 +58,8 @@ Variant parse_variant(const std::string& s) {
   else if (isa == "avx512") v.isa = Isa::avx512;
   else throw Error("unknown ISA '" + isa + "' (scalar, avx2, avx512)");
   if (mode == "keep") v.keep = true;
-  else if (mode != "plain") throw Error("unknown mode '" + mode + "' (plain, keep)");
+  else if (mode == "defer") v.keep = v.defer = true;
+  else if (mode != "plain") throw Error("unknown mode '" + mode + "' (plain, keep, defer)");
   return v;
 }
 
@@ -93,14 +96,21 @@ struct Bench {
       std::memcpy(&work[ea + r * D], src + ea + r * D, D * sizeof(float));
     std::memcpy(&work[eb], src + eb, (P - eb) * sizeof(float));
   }
-  // data_parallel.cpp's copy_gradient: the dense part and the touched rows.
-  void keep(int64_t i) {
+  // data_parallel.cpp's copy_gradient: the dense part and the touched rows (clear: zeroed in
+  // work as copied, chunk by chunk).
+  void keep(int64_t i, bool clear) {
     float* dst = kept[size_t(i)].data();
+    const auto copy = [&](size_t a, size_t b) {
+      for (size_t c = a; c < b; c += size_t(1) << 14) {
+        const size_t e = std::min(b, c + (size_t(1) << 14));
+        std::memcpy(dst + c, &work[c], (e - c) * sizeof(float));
+        if (clear) std::memset(&work[c], 0, (e - c) * sizeof(float));
+      }
+    };
     const size_t ea = lay.embed, eb = ea + V * D;
-    std::memcpy(dst, work.data(), ea * sizeof(float));
-    for (uint32_t r : rows[size_t(i)])
-      std::memcpy(dst + ea + r * D, &work[ea + r * D], D * sizeof(float));
-    std::memcpy(dst + eb, &work[eb], (P - eb) * sizeof(float));
+    copy(0, ea);
+    for (uint32_t r : rows[size_t(i)]) copy(ea + r * D, ea + (r + 1) * D);
+    copy(eb, P);
   }
 };
 
@@ -111,7 +121,7 @@ struct StepTime {
   bool redo = false;
 };
 
-StepTime step(Bench& b, dist::GradReducer& red, bool keep) {
+StepTime step(Bench& b, dist::GradReducer& red, bool keep, bool defer) {
   StepTime t;
   std::fill(b.work.begin(), b.work.end(), 0.0f);  // begin_pass: zero_grad
   red.begin_step(b.instances);
@@ -119,10 +129,13 @@ StepTime step(Bench& b, dist::GradReducer& red, bool keep) {
     b.fill(i);
     const bool last = i + 1 == b.instances;
     const double c0 = process_cpu_seconds(), w0 = now_seconds();
-    if (keep) b.keep(i);
+    if (keep) b.keep(i, defer && !last);
     red.touch_rows(b.tokens[size_t(i)].data(), size_t(b.seq));
-    red.add_micro_batch(b.work.data(), last ? nullptr : b.work.data(),
-                        last ? b.shard.data() : nullptr);
+    if (defer && !last)
+      red.defer_micro_batch(b.kept[size_t(i)].data());
+    else
+      red.add_micro_batch(b.work.data(), last ? nullptr : b.work.data(),
+                          last ? b.shard.data() : nullptr);
     if (last) red.finish(nullptr, b.shard.data());
     t.cpu += process_cpu_seconds() - c0;
     t.wall += now_seconds() - w0;
@@ -200,17 +213,22 @@ int main(int argc, char** argv) try {
   dist::GradReducer red(*comm, b.P, dist::ReduceMode::exact, size_t(1) << 20, true, bounds);
   red.set_sparse_rows(b.lay.embed, b.V, b.D);
   // The scales: a first step measures them (redo), the next fits.
-  for (int k = 0; k < 3; ++k) step(b, red, false);
+  for (int k = 0; k < 3; ++k) step(b, red, false, false);
 
   std::printf("demo layout: %zu parameters (%zu tensors; embedding %zu x %zu row-sparse), %lld "
               "instances x %lld tokens per step, %d thread(s), detected ISA %s, %d reps\n",
               b.P, bounds.size() - 1, b.V, b.D, static_cast<long long>(b.instances),
               static_cast<long long>(b.seq), threads, isa_name(detected_isa()), reps);
+  // Every variant's step must round to the same shard (the same gradients every step).
+  std::vector<float> want;
   for (int r = 0; r < reps; ++r)
     for (Variant& v : vs) {
       set_isa_override(v.isa);
-      const StepTime t = step(b, red, v.keep);
+      const StepTime t = step(b, red, v.keep, v.defer);
       OLMO_CHECK(!t.redo, "variant ", v.name, ": the step asked for a redo");
+      if (want.empty()) want = b.shard;
+      OLMO_CHECK(std::memcmp(want.data(), b.shard.data(), b.P * sizeof(float)) == 0, "variant ",
+                 v.name, ": a shard with other bits than the first variant's");
       v.cpu.push_back(t.cpu);
       v.wall.push_back(t.wall);
     }

@@ -137,7 +137,7 @@ void DataParallel::unit_grad_done(size_t a, size_t b) {
 }
 
 void DataParallel::after_micro_batch(const int32_t* tokens, int64_t n,
-                                     const kernels::LossSums& s) {
+                                     const kernels::LossSums& s, const float* kept) {
   streaming_ = false;
   reducer_->touch_rows(tokens, size_t(n));
   if (reducer_->mode() == ReduceMode::exact) {
@@ -148,9 +148,13 @@ void DataParallel::after_micro_batch(const int32_t* tokens, int64_t n,
     // Fused into that pass: the clear of the gradient for the next micro-batch, and (one
     // process, last micro-batch) the rounding of the step's sum into the shard.
     ProfileOutsideComm prof("exact_convert", *this);
-    if (!sharded_)
+    if (kept) {  // converted with the rank's last micro-batch (keep() cleared the gradient)
+      reducer_->defer_micro_batch(kept);
+      grad_cleared_ = true;
+    } else if (!sharded_) {
       grad_cleared_ = reducer_->add_micro_batch(model_.grads(), last_ ? nullptr : model_.grads(),
                                                 last_ ? shard_grad_.data() : nullptr);
+    }
   } else {
     sums_[0] += s.ce_sum;
     sums_[1] += s.z_sum;
@@ -196,11 +200,15 @@ DataParallel::Reduced DataParallel::gradient(const Counts& c, const int32_t* tok
       before_micro_batch(i, i + 1 == rounds);
       if (keeping_) kept_units_[size_t(i)].clear();
       const kernels::LossSums s = replaying ? replay(i) : forward_backward(mb);
-      if (keeping_) keep(i, tokens + mb.first * T, padding ? -1 : mb.n * T, s);
+      // A kept micro-batch but the rank's last is converted with the last, from its copy
+      // (GradReducer::defer_micro_batch: one pass over the accumulator per step).
+      const bool defer = keeping_ && reducer_->local() && i + 1 < rounds;
+      if (keeping_) keep(i, tokens + mb.first * T, padding ? -1 : mb.n * T, s, defer);
+      const float* kept = defer ? kept_[size_t(i)].data() : nullptr;
       if (padding)
-        after_micro_batch(tokens, 0, kernels::LossSums{});
+        after_micro_batch(tokens, 0, kernels::LossSums{}, kept);
       else
-        after_micro_batch(tokens + mb.first * T, mb.n * T, s);
+        after_micro_batch(tokens + mb.first * T, mb.n * T, s, kept);
     }
     PassResult r = reduce(c);
     if (!r.redo) {
@@ -243,11 +251,16 @@ bool DataParallel::keep_gradients(int64_t rounds) {
 // rows_all): those are zero in the model's gradient of a micro-batch (only its token ids get
 // an embedding gradient), so the copy skips most of a large vocabulary's rows.
 void DataParallel::copy_gradient(float* dst, const float* src, const std::vector<uint32_t>& rows,
-                                 bool rows_all) const {
+                                 bool rows_all, float* clear) const {
   const size_t P = model_.num_params(), D = size_t(model_.config().d_model);
   const size_t ea = model_.layout().embed, eb = ea + size_t(model_.config().vocab_size) * D;
+  constexpr size_t kChunk = size_t(1) << 14;  // the clear writes a chunk still in cache
   const auto copy = [&](size_t a, size_t b) {
-    if (a < b) std::memcpy(dst + a, src + a, (b - a) * sizeof(float));
+    for (size_t c = a; c < b; c += kChunk) {
+      const size_t e = std::min(b, c + kChunk);
+      std::memcpy(dst + c, src + c, (e - c) * sizeof(float));
+      if (clear) std::memset(clear + c, 0, (e - c) * sizeof(float));
+    }
   };
   if (rows_all) return copy(0, P);
   copy(0, ea);
@@ -255,7 +268,8 @@ void DataParallel::copy_gradient(float* dst, const float* src, const std::vector
   copy(eb, P);
 }
 
-void DataParallel::keep(int64_t i, const int32_t* tokens, int64_t n, const kernels::LossSums& s) {
+void DataParallel::keep(int64_t i, const int32_t* tokens, int64_t n, const kernels::LossSums& s,
+                        bool clear) {
   const double t0 = now_seconds();
   std::vector<uint32_t>& rows = kept_rows_[size_t(i)];
   rows.assign(tokens, tokens + std::max<int64_t>(n, 0));
@@ -264,7 +278,8 @@ void DataParallel::keep(int64_t i, const int32_t* tokens, int64_t n, const kerne
   OLMO_CHECK(rows.empty() || rows.back() < uint32_t(model_.config().vocab_size), "token id ",
              int32_t(rows.back()), " outside the vocabulary");
   kept_all_rows_[size_t(i)] = n < 0;
-  copy_gradient(kept_[size_t(i)].data(), model_.grads(), rows, n < 0);
+  copy_gradient(kept_[size_t(i)].data(), model_.grads(), rows, n < 0,
+                clear ? model_.grads() : nullptr);
   kept_sums_[size_t(i)] = s;
   if (profile::enabled()) profile::add("exact_keep", now_seconds() - t0, 0);
 }

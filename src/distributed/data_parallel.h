@@ -26,6 +26,10 @@
 // rescale then replays the copies through the same conversion (the same integers as running
 // the micro-batches again, so the same bits) instead of a forward and backward. So a run
 // segment recomputes at most once. ZeRO-3 (no full gradient buffer) always recomputes.
+// While the copies are kept (local accumulator), every micro-batch but the rank's last is
+// converted from its copy together with the last (GradReducer::defer_micro_batch: one pass
+// over the accumulator per step instead of a read-modify-write per micro-batch, the same
+// bits); its copy clears the model's gradient as it reads it.
 // What each reduction does, its cost and its invariance: zero.h, scaled_fixed.h.
 #pragma once
 #include <cstddef>
@@ -177,8 +181,11 @@ class DataParallel {
   // The backward has finished the gradient of the flat range [a, b) (a parameter unit, in the
   // model's order: Olmo3::set_grad_done_hook) for the current micro-batch.
   void unit_grad_done(size_t a, size_t b);
-  // tokens[n]: the micro-batch's input ids (the embedding rows its gradient touches).
-  void after_micro_batch(const int32_t* tokens, int64_t n, const kernels::LossSums& s);
+  // tokens[n]: the micro-batch's input ids (the embedding rows its gradient touches). kept
+  // (exact, local accumulator): the micro-batch's kept copy, converted later from it
+  // (GradReducer::defer_micro_batch) instead of from the model's gradient now.
+  void after_micro_batch(const int32_t* tokens, int64_t n, const kernels::LossSums& s,
+                         const float* kept);
   struct PassResult {
     Reduced out;
     bool redo = false;  // exact: a gradient outgrew its scale; run the pass again
@@ -188,11 +195,13 @@ class DataParallel {
   // model's gradient buffer (with the unit order of its backward) in place of its forward/backward.
   bool keep_gradients(int64_t rounds);  // (allocates the copies)
   // Micro-batch i's gradient (the model's, after its backward; tokens[n] its input ids, n < 0
-  // for a padding round: every embedding row kept) and loss sums into the copies.
-  void keep(int64_t i, const int32_t* tokens, int64_t n, const kernels::LossSums& s);
+  // for a padding round: every embedding row kept) and loss sums into the copies; clear: the
+  // model's gradient is zeroed as it is copied (a move; for a deferred conversion).
+  void keep(int64_t i, const int32_t* tokens, int64_t n, const kernels::LossSums& s, bool clear);
   kernels::LossSums replay(int64_t i);
+  // clear: null or src itself, zeroed where copied.
   void copy_gradient(float* dst, const float* src, const std::vector<uint32_t>& rows,
-                     bool rows_all) const;
+                     bool rows_all, float* clear = nullptr) const;
 
   Communicator& comm_;
   model::Olmo3& model_;

@@ -55,12 +55,14 @@ void SegmentScales::for_each_piece(size_t a, size_t b, F&& f) const {
   }
 }
 
-uint32_t SegmentScales::convert(int64_t* acc, const float* x, size_t a, size_t b,
-                                bool accumulate, std::vector<int64_t>& seen, float* clear,
-                                float* round_out) const {
+uint32_t SegmentScales::convert_sum(int64_t* acc, const float* const* xs, size_t k, size_t a,
+                                    size_t b, bool accumulate, std::vector<int64_t>& seen,
+                                    float* clear, float* round_out) const {
   OLMO_CHECK(b <= bounds_.back() && seen.size() == segments(), "SegmentScales::convert: range [",
              a, ", ", b, ") or seen[] does not fit ", bounds_.back(), " elements");
-  OLMO_CHECK(!clear || clear == x, "SegmentScales::convert: clear must be x itself or null");
+  OLMO_CHECK(!clear || (k > 0 && clear == xs[k - 1]),
+             "SegmentScales::convert: clear must be the last source itself or null");
+  OLMO_CHECK(k <= size_t(INT32_MAX), "SegmentScales::convert_sum: ", k, " sources");
   auto f = OLMO_DISPATCH(sfx_run);
   uint32_t flags = 0;
   for_each_piece(a, b, [&](size_t s, size_t lo, size_t hi) {
@@ -70,7 +72,7 @@ uint32_t SegmentScales::convert(int64_t* acc, const float* x, size_t a, size_t b
     kernels::parallel_blocks(int64_t(hi - lo), kGrain, 8, [&](int64_t i0, int64_t i1) {
       uint32_t e = 0;
       const int64_t at = int64_t(lo - a) + i0;
-      const uint32_t fl = f(acc + at, x + at, i1 - i0, sh, lim, &e, accumulate ? 1 : 0,
+      const uint32_t fl = f(acc + at, xs, int32_t(k), at, i1 - i0, sh, lim, &e, accumulate ? 1 : 0,
                             clear ? clear + at : nullptr, round_out ? round_out + at : nullptr);
       if (fl) __atomic_fetch_or(&flags, fl, __ATOMIC_RELAXED);
       uint32_t cur = __atomic_load_n(&em, __ATOMIC_RELAXED);

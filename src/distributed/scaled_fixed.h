@@ -71,7 +71,16 @@ class SegmentScales {
   //   written (for the last addition to a sum that is rounded right after).
   uint32_t convert(int64_t* acc, const float* x, size_t a, size_t b, bool accumulate,
                    std::vector<int64_t>& seen, float* clear = nullptr,
-                   float* round_out = nullptr) const;
+                   float* round_out = nullptr) const {
+    return convert_sum(acc, &x, 1, a, b, accumulate, seen, clear, round_out);
+  }
+  // k gradients in one pass: acc[i - a] (+)= q(xs[0][i - a]) + ... + q(xs[k-1][i - a]) (k >= 0),
+  // the same integers, flags and seen as k convert calls one after the other (integer adds in
+  // any order), for 4 B per element read per source and one write of acc (or of round_out)
+  // instead of a read-modify-write of acc per source. clear: null or xs[k-1] itself.
+  uint32_t convert_sum(int64_t* acc, const float* const* xs, size_t k, size_t a, size_t b,
+                       bool accumulate, std::vector<int64_t>& seen, float* clear = nullptr,
+                       float* round_out = nullptr) const;
   // out[i - a] = float(q[i - a] * 2^-shift) for the flat range [a, b).
   void to_float(float* out, const int64_t* q, size_t a, size_t b) const;
 

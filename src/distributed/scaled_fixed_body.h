@@ -21,11 +21,13 @@
 #include "kernels/simd.h"  // OLMO_ISA_NS, OLMO_SIMD_BYTES, <immintrin.h> in the AVX copies
 
 #define OLMO_SCALED_FIXED_BODY_DECLS                                                              \
-  /* acc[i] (+)= round(x[i] * 2^shift); accumulate 0 stores, 1 adds. Returns the flags.      */ \
-  /* clear (x or null): x[i] = 0 after it is read. round_out (or null): round_out[i] = the    */ \
-  /* sum rounded as sfx_to_float rounds it, and acc is not written.                           */ \
-  uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_t limit,       \
-                   uint32_t* emax, int32_t accumulate, float* clear, float* round_out);         \
+  /* acc[i] (+)= round(xs[0][at + i] * 2^shift) + ... + round(xs[k-1][at + i] * 2^shift)      */  \
+  /* (k >= 0 sources, integer adds); accumulate 0 stores, 1 adds. Returns the flags.          */  \
+  /* clear (xs[k-1] + at or null): zeroed after it is read. round_out (or null):              */  \
+  /* round_out[i] = the sum rounded as sfx_to_float rounds it, and acc is not written.        */  \
+  uint32_t sfx_run(int64_t* acc, const float* const* xs, int32_t k, int64_t at, int64_t n,        \
+                   int32_t shift, uint32_t limit, uint32_t* emax, int32_t accumulate,             \
+                   float* clear, float* round_out);                                               \
   /* out[i] = float(q[i] * 2^-shift): int64 -> float (one rounding), exact scaling. */         \
   void sfx_to_float(float* out, const int64_t* q, int64_t n, int32_t shift);                     \
   /* acc[i] += add[i] (int64). */                                                                \
@@ -94,22 +96,28 @@ static inline double sfx_pow2(int32_t e) {
   return sc.d;
 }
 
-uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_t limit,
-                 uint32_t* emax_out, int32_t accumulate, float* clear, float* round_out) {
+uint32_t sfx_run(int64_t* acc, const float* const* xs, int32_t k, int64_t at, int64_t n,
+                 int32_t shift, uint32_t limit, uint32_t* emax_out, int32_t accumulate,
+                 float* clear, float* round_out) {
   sfx_u32h flags = {}, emax = {};
   const double scale = sfx_pow2(shift), inv = sfx_pow2(-shift);
   const sfx_f32h zf = {};
   int64_t i = 0;
   for (; i + kSfxLanes <= n; i += kSfxLanes) {
-    sfx_u32h w;
-    __builtin_memcpy(&w, x + i, sizeof w);
     // All-zero vectors (the embedding gradient outside the micro-batch's rows): adding 0
-    // changes nothing (no arithmetic, no store); a store writes zeros.
-    sfx_u32h nz = w & 0x7fffffffu;
-    uint32_t any = 0;
-    for (int l = 0; l < kSfxLanes; ++l) any |= nz[l];
+    // changes nothing (no arithmetic; nothing stored when every source's vector is zero and
+    // acc is added to); a store writes zeros.
     sfx_i64v q = {};
-    if (any != 0) q = sfx_quantise(w, scale, limit, flags, emax);
+    uint32_t any = 0;
+    for (int32_t j = 0; j < k; ++j) {
+      sfx_u32h w;
+      __builtin_memcpy(&w, xs[j] + at + i, sizeof w);
+      sfx_u32h nz = w & 0x7fffffffu;
+      uint32_t some = 0;
+      for (int l = 0; l < kSfxLanes; ++l) some |= nz[l];
+      if (some != 0) q += sfx_quantise(w, scale, limit, flags, emax);
+      any |= some;
+    }
     if (any != 0 || round_out || !accumulate) {
       if (accumulate) {
         sfx_i64v a;
@@ -129,17 +137,19 @@ uint32_t sfx_run(int64_t* acc, const float* x, int64_t n, int32_t shift, uint32_
     if (emax[l] > em) em = emax[l];
   }
   for (; i < n; ++i) {  // tail, one lane at a time through the same function
-    sfx_u32h w = {}, fl = {}, ex = {};
-    __builtin_memcpy(&w, x + i, 4);
-    sfx_i64v q = sfx_quantise(w, scale, limit, fl, ex);
-    q[0] += accumulate ? acc[i] : 0;
+    int64_t q = accumulate ? acc[i] : 0;
+    for (int32_t j = 0; j < k; ++j) {
+      sfx_u32h w = {}, fl = {}, ex = {};
+      __builtin_memcpy(&w, xs[j] + at + i, 4);
+      q += sfx_quantise(w, scale, limit, fl, ex)[0];
+      f |= fl[0];
+      if (ex[0] > em) em = ex[0];
+    }
     if (round_out)
-      round_out[i] = sfx_round(q[0], inv);
+      round_out[i] = sfx_round(q, inv);
     else
-      acc[i] = q[0];
+      acc[i] = q;
     if (clear) clear[i] = 0.0f;
-    f |= fl[0];
-    if (ex[0] > em) em = ex[0];
   }
   *emax_out = em;
   return f;

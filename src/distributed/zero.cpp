@@ -104,6 +104,7 @@ void GradReducer::begin_step(int64_t global_instances) {
   streamed_ = false;
   rounded_into_ = nullptr;
   mb_rows_known_ = false;
+  ndeferred_ = 0;
   streamed_units_ = 0;
   skipped_rows_ = 0;
   std::fill(touched_.begin(), touched_.end(), uint8_t(0));
@@ -297,6 +298,11 @@ bool GradReducer::add_micro_batch(const float* g, float* clear, float* round_int
   OLMO_CHECK(!clear || clear == g, "add_micro_batch: clear must be g itself or null");
   if (mode_ != ReduceMode::exact) return false;
   if (streamed_ && local_) {  // converted unit by unit during the backward (stream_range)
+    // ... except the embedding rows when micro-batches were deferred: converted here, where
+    // this micro-batch's rows are known (the stream posts them in finish()).
+    if (ndeferred_ > 0 && sparse_rows_) flags_ |= convert_rows(g, stream_add_, nullptr, nullptr);
+    ndeferred_ = 0;
+    mb_rows_known_ = false;
     fresh_ = false;
     return false;
   }
@@ -309,7 +315,9 @@ bool GradReducer::add_micro_batch(const float* g, float* clear, float* round_int
     float* out = layout_.world == 1 ? round_into : nullptr;
     // A middle micro-batch (adding, not rounding) whose rows touch_rows named skips the
     // embedding rows it did not touch.
-    if (!fresh_ && !out && sparse_rows_ && mb_rows_known_)
+    if (ndeferred_ > 0)  // with the deferred micro-batches, in one pass
+      flags_ |= convert_deferred(g, !fresh_, clear, out);
+    else if (!fresh_ && !out && sparse_rows_ && mb_rows_known_)
       flags_ |= convert_touched(g, clear);
     else
       flags_ |= scales_.convert(acc_.data(), g, 0, layout_.numel, !fresh_, seen_, clear, out);
@@ -348,6 +356,8 @@ int GradReducer::agree_scales() {
 bool GradReducer::finish(const float* g, float* shard) {
   const size_t W = layout_.world;
   redo_ = false;
+  OLMO_CHECK(ndeferred_ == 0, "GradReducer::finish: ", ndeferred_, " deferred micro-batches "
+             "without the add_micro_batch that converts them");
   if (streamed_) return finish_streamed(shard);
   if (mode_ == ReduceMode::exact) {
     if (local_ && fresh_)  // no micro-batch this step: sum 0
@@ -439,12 +449,20 @@ void GradReducer::stream_range(size_t a, size_t b) {
   ++streamed_units_;
   const bool exact = mode_ == ReduceMode::exact;
   const void* src = stream_g_;
-  if (exact && local_) {
+  // The row-sparse embedding waits for the touched rows (finish(); sharded: add_micro_batch).
+  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
+  if (exact && local_ && ndeferred_ > 0) {  // with the deferred ones; embedding rows: later
+    if (!sparse_rows_ || b <= ea || a >= eb) {
+      flags_ |= convert_dense(stream_g_, a, b, stream_add_, nullptr, nullptr);
+    } else {
+      flags_ |= convert_dense(stream_g_, a, std::min(b, ea), stream_add_, nullptr, nullptr);
+      flags_ |= convert_dense(stream_g_, std::max(a, eb), b, stream_add_, nullptr, nullptr);
+    }
+    src = acc_.data();
+  } else if (exact && local_) {
     flags_ |= scales_.convert(acc_.data() + a, stream_g_ + a, a, b, stream_add_, seen_);
     src = acc_.data();
   }
-  // The row-sparse embedding waits for the touched rows (finish(); sharded: add_micro_batch).
-  const size_t ea = sparse_begin_, eb = sparse_begin_ + sparse_rows_ * row_len_;
   const auto post = [&](size_t x, size_t y) {
     if (x >= y) return;
     if (exact && !local_) {  // this rank's own part joins its shard accumulator here

@@ -102,6 +102,17 @@ class GradReducer {
   //   same pass instead of being stored (saves finish()'s read of the 8 B/parameter
   //   accumulator); finish() must then get the same shard and skips its rounding.
   bool add_micro_batch(const float* g, float* clear = nullptr, float* round_into = nullptr);
+  // exact, local accumulator, in place of add_micro_batch for a micro-batch of the rank's step
+  // but its last (after its touch_rows): its gradient `kept` (a copy the caller keeps unchanged
+  // until finish) joins the sum in the conversion pass of the next add_micro_batch, with every
+  // other micro-batch deferred so far: acc = q(kept_1) + ... + q(kept_k) + q(g) per element
+  // (integer adds: the same bits, flags and exponents as k + 1 add_micro_batch calls) in one
+  // pass that reads 4 B per element per gradient and writes the accumulator (one process:
+  // the rounded shard) once, instead of a read-modify-write of the accumulator per
+  // micro-batch. The embedding rows are converted from the gradients whose tokens touched them
+  // only (a kept copy's other rows may hold anything). With the stream (the last micro-batch
+  // streamed, dist.overlap), stream_range converts the deferred ones with each unit.
+  void defer_micro_batch(const float* kept);
   // Writes the step's summed gradient of this rank's shard into shard[shard_len()] (fast: g[P]
   // holds this rank's locally accumulated gradient). Returns true when any rank saw a
   // non-finite gradient element (then shard's content is unspecified). exact: when any rank
@@ -185,6 +196,14 @@ class GradReducer {
   bool finish_streamed(float* shard);
   // The local accumulator's conversion of a micro-batch without its untouched sparse rows.
   uint32_t convert_touched(const float* g, float* clear);
+  // The deferred micro-batches and g (g[0] = flat element 0) over [a, b) outside the embedding
+  // rows (acc indexed from 0; out: null or the one-process shard, indexed from 0).
+  uint32_t convert_dense(const float* g, size_t a, size_t b, bool add, float* clear, float* out);
+  // The same over the embedding rows: each row from the gradients that touched it (g: the rows
+  // of the last touch_rows), the untouched rows stored as 0 (or, add, left / rounded).
+  uint32_t convert_rows(const float* g, bool add, float* clear, float* out);
+  // Every deferred micro-batch and g over the whole vector.
+  uint32_t convert_deferred(const float* g, bool add, float* clear, float* out);
 
   Communicator& comm_;
   ShardLayout layout_;
@@ -204,6 +223,15 @@ class GradReducer {
   std::vector<uint8_t> touched_, union_;  // per sparse row: this rank's / any rank's
   std::vector<uint32_t> mb_rows_;         // the rows of the last touch_rows (sorted, unique)
   bool mb_rows_known_ = false;            // set by touch_rows, used by the next add_micro_batch
+  struct Deferred {                       // defer_micro_batch: a gradient and its touched rows
+    const float* g = nullptr;
+    std::vector<uint32_t> rows;
+    bool all_rows = false;                // touch_rows not called: every row
+  };
+  std::vector<Deferred> deferred_;        // [0, ndeferred_) this step's (storage reused)
+  size_t ndeferred_ = 0;
+  std::vector<uint64_t> row_src_;         // convert_rows' (row << 32 | source) pairs
+  std::vector<const float*> srcs_;        // convert_rows' / convert_dense's source pointers
   bool local_ = true;   // exact: full-length local accumulator, one reduction per step
   bool fresh_ = true;   // local: no micro-batch added since begin_step (accumulator stale)
   std::unique_ptr<GradStream> stream_;  // overlap: the exchange in flight during the backward

@@ -6,7 +6,8 @@
 //     order, without the embedding rows outside the union when sparse (all of them otherwise);
 //   - a streamed step (begin_stream, stream_range per unit, finish): the sum of the ranks'
 //     gradients on every shard, untouched rows zero; streamed_units() counts the units posted
-//     and is 0 in the same step not streamed.
+//     and is 0 in the same step not streamed;
+//   - deferred micro-batches (defer_micro_batch) joining the last one, streamed or not.
 #include <gtest/gtest.h>
 
 #include <omp.h>
@@ -81,6 +82,12 @@ bool carried(size_t i, const std::vector<uint8_t>& u, bool sparse) {
   return u[(i - kEmbed) / kRowLen] != 0;
 }
 
+// The model's units in reverse flat order (as the backward finishes them), the embedding one
+// of them.
+const std::vector<std::pair<size_t, size_t>> kUnits = {
+    {kEmbed + kRows * kRowLen + 20, kNumel}, {kEmbed + kRows * kRowLen, kEmbed + kRows * kRowLen + 20},
+    {kEmbed, kEmbed + kRows * kRowLen}, {0, kEmbed}};
+
 // A step begun on g (the sparse rows set), this rank's rows touched, the union taken.
 void unite_rows(GradReducer& g, const std::vector<int32_t>& ids, int W) {
   g.set_sparse_rows(kEmbed, kRows, kRowLen);
@@ -145,11 +152,6 @@ TEST(GradStreamPieces, TravelCarriesExactlyTheShardsElementsOfTheRange) {
 
 TEST(GradStreamPieces, StreamedStepSumsTheRanksAndCountsItsUnits) {
   std::mt19937 rng(13);
-  // The model's units in reverse flat order (as the backward finishes them), the embedding one
-  // of them.
-  const std::vector<std::pair<size_t, size_t>> units = {
-      {kEmbed + kRows * kRowLen + 20, kNumel}, {kEmbed + kRows * kRowLen, kEmbed + kRows * kRowLen + 20},
-      {kEmbed, kEmbed + kRows * kRowLen}, {0, kEmbed}};
   for (int trial = 0; trial < 6; ++trial) {
     const int W = 2 + trial % 3;
     const auto ids = random_ids(rng, W);
@@ -175,7 +177,7 @@ TEST(GradStreamPieces, StreamedStepSumsTheRanksAndCountsItsUnits) {
           g.begin_step(W);
           if (stream) {
             g.begin_stream(buf.data());
-            for (auto [a, b] : units) g.stream_range(a, b);
+            for (auto [a, b] : kUnits) g.stream_range(a, b);
           }
           g.touch_rows(ids[size_t(r)].data(), ids[size_t(r)].size());
           g.add_micro_batch(buf.data());
@@ -183,11 +185,72 @@ TEST(GradStreamPieces, StreamedStepSumsTheRanksAndCountsItsUnits) {
           redo = g.redo();
         }
         ASSERT_FALSE(redo);
-        EXPECT_EQ(g.streamed_units(), stream ? int64_t(units.size()) : 0) << "W " << W;
+        EXPECT_EQ(g.streamed_units(), stream ? int64_t(kUnits.size()) : 0) << "W " << W;
         EXPECT_EQ(g.skipped_rows(), outside) << "W " << W << " stream " << stream;
         for (size_t i = 0; i < g.shard_len(); ++i) {
           float want = 0;
           for (int q = 0; q < W; ++q) want += grads[size_t(q)][g.shard_begin() + i];
+          ASSERT_EQ(shard[i], want) << "W " << W << " rank " << r << " element "
+                                    << g.shard_begin() + i << " stream " << stream;
+        }
+      });
+    }
+  }
+}
+
+// Deferred micro-batches (defer_micro_batch) with the last one streamed or not: W = 2..4 ranks
+// with 1..4 micro-batches each (uneven), each kept copy holding garbage (NaN) in the rows its
+// ids did not touch; every shard is the sum of every rank's micro-batches, untouched rows zero.
+TEST(GradStreamPieces, DeferredMicroBatchesJoinTheStreamedOrPlainLastOne) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int W = 2 + trial % 3;
+    std::vector<std::vector<std::vector<int32_t>>> ids(static_cast<size_t>(W));
+    std::vector<std::vector<std::vector<float>>> grads(static_cast<size_t>(W)), kept = grads;
+    int64_t total = 0;
+    for (int r = 0; r < W; ++r) {
+      ids[size_t(r)] = random_ids(rng, 1 + int(rng() % 4));
+      for (const auto& v : ids[size_t(r)]) {
+        const std::vector<uint8_t> mine = union_of({v});
+        std::vector<float> g(kNumel), k(kNumel);
+        for (size_t i = 0; i < kNumel; ++i) {
+          g[i] = carried(i, mine, true) ? float(int(rng() % 33) - 16) : 0.0f;
+          k[i] = carried(i, mine, true) ? g[i] : std::nanf("");
+        }
+        grads[size_t(r)].push_back(g);
+        kept[size_t(r)].push_back(k);
+        ++total;
+      }
+    }
+    for (bool stream : {true, false}) {
+      on_ranks(W, [&](ThreadComm& comm, int r) {
+        GradReducer g(comm, kNumel, dist::ReduceMode::exact, 64);
+        g.set_sparse_rows(kEmbed, kRows, kRowLen);
+        const auto& my_ids = ids[size_t(r)];
+        const size_t m = my_ids.size();
+        std::vector<float> buf, shard(g.shard_len());
+        bool redo = true;
+        for (int pass = 0; pass < 3 && redo; ++pass) {
+          g.begin_step(total);
+          for (size_t k = 0; k + 1 < m; ++k) {
+            g.touch_rows(my_ids[k].data(), my_ids[k].size());
+            g.defer_micro_batch(kept[size_t(r)][k].data());
+          }
+          buf = grads[size_t(r)][m - 1];
+          if (stream) {
+            g.begin_stream(buf.data());
+            for (auto [a, b] : kUnits) g.stream_range(a, b);
+          }
+          g.touch_rows(my_ids[m - 1].data(), my_ids[m - 1].size());
+          g.add_micro_batch(buf.data());
+          ASSERT_FALSE(g.finish(buf.data(), shard.data())) << "W " << W << " stream " << stream;
+          redo = g.redo();
+        }
+        ASSERT_FALSE(redo);
+        for (size_t i = 0; i < g.shard_len(); ++i) {
+          float want = 0;
+          for (const auto& rank : grads)
+            for (const auto& v : rank) want += v[g.shard_begin() + i];
           ASSERT_EQ(shard[i], want) << "W " << W << " rank " << r << " element "
                                     << g.shard_begin() + i << " stream " << stream;
         }

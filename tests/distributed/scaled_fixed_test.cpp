@@ -19,6 +19,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace olmo::dist;
@@ -302,6 +303,69 @@ TEST(ScaledFixed, EdgeValuesRoundAsTheReferenceUnderEveryIsa) {
     }
   }
   olmo::clear_isa_override();
+}
+
+// k gradients in one pass (SegmentScales::convert_sum) against k conversions one after the other
+// (convert), under every ISA: the same accumulator bits (store and add), the same rounding
+// (round_out: acc unwritten), the same flags (an overflowing segment under stale scales) and
+// exponents, the clear of the last source only, k = 0 (a store writes zeros), over ranges cut
+// mid-segment and odd lengths; the sources' zero vectors differ (segment 0's sparse rows).
+TEST(ScaledFixed, ConvertSumOfSourcesEqualsOneConversionEachUnderEveryIsa) {
+  std::mt19937 rng(31);
+  const int M = 5;
+  const Batch b = random_batch(rng, 9001, M);
+  const size_t P = b.bounds.back();
+  SegmentScales fresh(b.bounds, M), stale(b.bounds, M);
+  fresh.set_exponents(exponents_of(b));
+  std::vector<int64_t> low = exponents_of(b);
+  low[1] = std::max<int64_t>(1, low[1] - 5);  // segment 1 outgrows these
+  stale.set_exponents(low);
+  int overflowed = 0;
+  for (olmo::Isa isa : runnable_isas()) {
+    olmo::set_isa_override(isa);
+    for (const SegmentScales* sc : {&fresh, &stale})
+      for (size_t k : {size_t(0), size_t(1), size_t(2), size_t(M)})
+        for (const auto& [a, e] : {std::pair<size_t, size_t>{0, P}, {37, P - 101}, {3, 4}})
+          for (int mode = 0; mode < 4; ++mode) {
+            const bool add = mode & 1, round = mode & 2;
+            const size_t n = e - a;
+            const std::string what = std::string(olmo::isa_name(isa)) + " k " +
+                                     std::to_string(k) + " range " + std::to_string(a) +
+                                     " mode " + std::to_string(mode);
+            // One at a time: the first conversion stores unless add; k = 0 stores zeros.
+            std::vector<int64_t> acc(n, 7), seen(sc->segments(), 0);
+            uint32_t flags = 0;
+            if (k == 0 && !add) std::fill(acc.begin(), acc.end(), 0);
+            for (size_t j = 0; j < k; ++j)
+              flags |= sc->convert(acc.data(), b.g[j].data() + a, a, e, add || j > 0, seen);
+            std::vector<float> want(n);
+            sc->to_float(want.data(), acc.data(), a, e);
+            // One pass, the last source a copy that it clears.
+            std::vector<float> last = k ? std::vector<float>(b.g[k - 1].begin() + long(a),
+                                                             b.g[k - 1].begin() + long(e))
+                                        : std::vector<float>();
+            std::vector<const float*> xs;
+            for (size_t j = 0; j + 1 < k; ++j) xs.push_back(b.g[j].data() + a);
+            if (k) xs.push_back(last.data());
+            std::vector<int64_t> sum(n, 7), sseen(sc->segments(), 0);
+            std::vector<float> got(n, -1.0f);
+            const uint32_t sflags =
+                sc->convert_sum(sum.data(), xs.data(), k, a, e, add, sseen,
+                                k ? last.data() : nullptr, round ? got.data() : nullptr);
+            ASSERT_EQ(sflags, flags) << what;
+            overflowed += (flags & kOverflow) != 0;
+            ASSERT_EQ(sseen, seen) << what;
+            if (round) {
+              ASSERT_EQ(sum, std::vector<int64_t>(n, 7)) << what << ": acc written";
+              ASSERT_TRUE(same_bits(got, want)) << what;
+            } else {
+              ASSERT_EQ(sum, acc) << what;
+            }
+            for (float v : last) ASSERT_EQ(v, 0.0f) << what << ": not cleared";
+          }
+  }
+  olmo::clear_isa_override();
+  EXPECT_GT(overflowed, 0) << "the stale scales never overflowed";
 }
 
 // The fusions of convert (clear: x zeroed as read; round_out: the new sum rounded instead of

@@ -1,5 +1,6 @@
 // ZeRO pieces that need no second process: the shard layout, the one-process GradReducer
-// (exact and fast) against plain sums, its ZeRO-3 range API against the whole-vector one, the exact global norm against a long-double norm, and the
+// (exact and fast) against plain sums, its ZeRO-3 range API against the whole-vector one, its
+// deferred micro-batches against one conversion each, the exact global norm against a long-double norm, and the
 // sharded AdamW against the unsharded one, bit for bit.
 #include "distributed/zero.h"
 #include "distributed/exact_norm.h"
@@ -157,6 +158,82 @@ TEST(GradReducer, TouchedRowsOnlyGiveTheWholePassBits) {
       if (!sparse.redo()) break;
     }
     ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * 4)) << "step " << step;
+  }
+}
+
+// Deferred micro-batches (defer_micro_batch, DataParallel's kept copies): every micro-batch but
+// the last converted with the last in one pass gives the one-at-a-time bits (rounded into the
+// shard at one process, and through the accumulator with finish()'s rounding), the same redo
+// decisions and next scales (a step whose gradients grew 2^6 redoes in both), while each kept
+// copy holds garbage (NaN, 1e30) in the embedding rows its tokens did not touch: only the rows
+// a micro-batch touched are read from it. skipped_rows counts every micro-batch's left-out rows.
+TEST(GradReducer, DeferredMicroBatchesGiveTheOneAtATimeBits) {
+  auto comm = dist::make_local_communicator();
+  const size_t rows = 97, row_len = 16, head = 300, n = head + rows * row_len + 211;
+  const std::vector<size_t> bounds = {0, 120, head, head + rows * row_len, n};
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd(0, 1e-3f);
+  for (bool round_into : {true, false}) {
+    dist::GradReducer one(*comm, n, dist::ReduceMode::exact, 256, true, bounds);
+    dist::GradReducer defer(*comm, n, dist::ReduceMode::exact, 256, true, bounds);
+    one.set_sparse_rows(head, rows, row_len);
+    defer.set_sparse_rows(head, rows, row_len);
+    for (int step = 0; step < 4; ++step) {
+      const size_t M = step == 3 ? 1 : 2 + rng() % 5;  // step 3: nothing deferred
+      std::vector<std::vector<int32_t>> ids(M);
+      std::vector<std::vector<float>> mb(M, std::vector<float>(n, 0.0f)), kept(M);
+      int64_t left_out = 0;
+      for (size_t k = 0; k < M; ++k) {
+        for (int t = 0; t < 5; ++t) ids[k].push_back(int32_t(rng() % rows));
+        ids[k].push_back(ids[k][0] + 1 < int32_t(rows) ? ids[k][0] + 1 : 0);
+        std::vector<uint8_t> mine(rows, 0);
+        for (int32_t id : ids[k]) mine[size_t(id)] = 1;
+        const float grow = step == 2 ? 64.0f : 1.0f;
+        for (size_t i = 0; i < n; ++i) {
+          const bool emb = i >= head && i < head + rows * row_len;
+          if (!emb || mine[(i - head) / row_len]) mb[k][i] = grow * nd(rng);
+        }
+        kept[k] = mb[k];
+        for (size_t r = 0; r < rows; ++r) {
+          left_out += !mine[r];
+          if (!mine[r])
+            for (size_t j = 0; j < row_len; ++j)
+              kept[k][head + r * row_len + j] = j % 2 ? std::nanf("") : 1e30f;
+        }
+      }
+      std::vector<float> a(n), b(n);
+      int passes_one = 0, passes_defer = 0;
+      for (bool redo = true; redo; redo = one.redo()) {
+        ASSERT_LT(passes_one++, 3);
+        one.begin_step(int64_t(M));
+        for (size_t k = 0; k < M; ++k) {
+          std::vector<float> g = mb[k];
+          one.touch_rows(ids[k].data(), ids[k].size());
+          const bool last = k + 1 == M;
+          one.add_micro_batch(g.data(), g.data(), last && round_into ? a.data() : nullptr);
+        }
+        ASSERT_FALSE(one.finish(nullptr, a.data()));
+      }
+      for (bool redo = true; redo; redo = defer.redo()) {
+        ASSERT_LT(passes_defer++, 3);
+        defer.begin_step(int64_t(M));
+        for (size_t k = 0; k + 1 < M; ++k) {
+          defer.touch_rows(ids[k].data(), ids[k].size());
+          defer.defer_micro_batch(kept[k].data());
+        }
+        std::vector<float> g = mb[M - 1];
+        defer.touch_rows(ids[M - 1].data(), ids[M - 1].size());
+        defer.add_micro_batch(g.data(), nullptr, round_into ? b.data() : nullptr);
+        ASSERT_FALSE(defer.finish(nullptr, b.data())) << "step " << step;
+        if (M > 1) {
+          EXPECT_EQ(defer.skipped_rows(), left_out) << "step " << step;
+        }
+      }
+      EXPECT_EQ(passes_defer, passes_one) << "step " << step;
+      EXPECT_EQ(defer.scales().exponents(), one.scales().exponents()) << "step " << step;
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * 4))
+          << "step " << step << " M " << M << " round_into " << round_into;
+    }
   }
 }
 
