@@ -96,9 +96,12 @@ static inline double sfx_pow2(int32_t e) {
   return sc.d;
 }
 
-uint32_t sfx_run(int64_t* acc, const float* const* xs, int32_t k, int64_t at, int64_t n,
-                 int32_t shift, uint32_t limit, uint32_t* emax_out, int32_t accumulate,
-                 float* clear, float* round_out) {
+// sfx_run's body for K sources known at compile time (K > 0) or k at run time (K = 0).
+template <int K>
+static inline uint32_t sfx_run_k(int64_t* acc, const float* const* xs, int32_t nk, int64_t at,
+                                 int64_t n, int32_t shift, uint32_t limit, uint32_t* emax_out,
+                                 int32_t accumulate, float* clear, float* round_out) {
+  const int32_t k = K > 0 ? K : nk;
   sfx_u32h flags = {}, emax = {};
   const double scale = sfx_pow2(shift), inv = sfx_pow2(-shift);
   const sfx_f32h zf = {};
@@ -153,6 +156,15 @@ uint32_t sfx_run(int64_t* acc, const float* const* xs, int32_t k, int64_t at, in
   }
   *emax_out = em;
   return f;
+}
+
+uint32_t sfx_run(int64_t* acc, const float* const* xs, int32_t k, int64_t at, int64_t n,
+                 int32_t shift, uint32_t limit, uint32_t* emax_out, int32_t accumulate,
+                 float* clear, float* round_out) {
+  // One source (every conversion but the deferred pass): the loop over sources unrolled.
+  if (k == 1)
+    return sfx_run_k<1>(acc, xs, k, at, n, shift, limit, emax_out, accumulate, clear, round_out);
+  return sfx_run_k<0>(acc, xs, k, at, n, shift, limit, emax_out, accumulate, clear, round_out);
 }
 
 void sfx_to_float(float* out, const int64_t* q, int64_t n, int32_t shift) {
