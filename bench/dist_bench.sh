@@ -15,7 +15,8 @@
 # of 2 processes x 1 thread over 1 process x 2 threads, both exact).
 # With trainer.profile on, it also prints per setting the mean per-step time of the exact
 # path's parts (profile rows exact_convert = fixed-point conversion + accumulator adds,
-# exact_zero_grad = the per-micro-batch gradient clear (0 where the conversion clears the
+# exact_keep = the copies of each instance's fp32 gradient that a rescale replays and the
+# deferred conversion reads, exact_zero_grad = the per-micro-batch gradient clear (0 where the conversion clears the
 # gradient in its own pass), reduce_finish = staging / unpacking / rounding (at 1 process the
 # rounding runs inside the last micro-batch's conversion, so it counts in exact_convert),
 # comm = waits inside communication calls, optimizer = the AdamW shard update; fwd_bwd_rest =
@@ -97,7 +98,7 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 import json, os, sys
 out, rounds, batch, micro = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 procs, peers = [int(p) for p in sys.argv[5].split()], sys.argv[6] == "1"
-parts = ("exact_convert", "exact_zero_grad", "reduce_finish", "comm", "optimizer")
+parts = ("exact_convert", "exact_keep", "exact_zero_grad", "reduce_finish", "comm", "optimizer")
 res = {}
 for np_ in procs:
     for mode in ("exact", "fast") + (("exact-seq",) if np_ == 2 and peers else ()):
