@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/det_math.h"
 #include "core/error.h"
 #include "core/profile.h"
 #include "kernels/dispatch.h"
@@ -31,7 +32,7 @@ void check_yarn(const YarnParams& y) {
              y.attention_factor);
 }
 
-// cos/sin of fp32(pos) * inv[j] (fp32 product), correctly rounded, times `scale` in fp32 (torch
+// cos/sin of fp32(pos) * inv[j] (fp32 product), in double (core/det_math.h) rounded to fp32, times `scale` in fp32 (torch
 // multiplies the fp32 cos/sin tensors by the Python float attention factor).
 RopeTable table_from_inv(int64_t max_pos, int64_t head_dim, const std::vector<float>& inv,
                          float scale) {
@@ -44,16 +45,16 @@ RopeTable table_from_inv(int64_t max_pos, int64_t head_dim, const std::vector<fl
   for (int64_t pos = 0; pos < max_pos; ++pos)
     for (int64_t j = 0; j < half; ++j) {
       float a = float(pos) * inv[size_t(j)];  // fp32 product, as position.float() * inv_freq
-      t.cos[size_t(pos * half + j)] = static_cast<float>(std::cos(double(a))) * scale;
-      t.sin[size_t(pos * half + j)] = static_cast<float>(std::sin(double(a))) * scale;
+      t.cos[size_t(pos * half + j)] = static_cast<float>(det::cos(double(a))) * scale;
+      t.sin[size_t(pos * half + j)] = static_cast<float>(det::sin(double(a))) * scale;
     }
   return t;
 }
 
 // Correction dimension for n rotations over the old context (both libraries, in double).
 double correction_dim(double n_rot, int64_t dim, double theta, int64_t old_ctx) {
-  return (double(dim) * std::log(double(old_ctx) / (n_rot * 2.0 * M_PI))) /
-         (2.0 * std::log(theta));
+  return (double(dim) * det::log(double(old_ctx) / (n_rot * 2.0 * M_PI))) /
+         (2.0 * det::log(theta));
 }
 }  // namespace
 
@@ -63,7 +64,7 @@ std::vector<float> rope_inv_freq(int64_t head_dim, double theta) {
   std::vector<float> inv(static_cast<size_t>(head_dim / 2));
   for (int64_t j = 0; j < head_dim / 2; ++j) {
     float e = float(2 * j) / float(head_dim);                       // fp32 division
-    float p = static_cast<float>(std::pow(theta, double(e)));       // fp32 pow, rounded
+    float p = static_cast<float>(det::pow(theta, double(e)));       // fp32 pow, rounded
     inv[size_t(j)] = 1.0f / p;                                       // fp32 reciprocal
   }
   return inv;
@@ -113,7 +114,7 @@ std::vector<float> yarn_inv_freq(int64_t head_dim, double theta, const YarnParam
     const float den = float(d);
     for (int64_t j = 0; j < half; ++j) {
       float e2 = float(2 * j) / float(head_dim);
-      float pos = static_cast<float>(std::pow(theta, double(e2)));
+      float pos = static_cast<float>(det::pow(theta, double(e2)));
       float ex = 1.0f / pos;
       float in = 1.0f / (factor * pos);
       float ramp = std::clamp((float(j) - float(r.low)) / den, 0.0f, 1.0f);

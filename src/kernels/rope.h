@@ -4,7 +4,8 @@
 //   y[j+half]   = x[j+half] * cos a_j + x[j] * sin a_j          (j < half)
 // inv_freq[j] = 1 / theta^(2j/hd), computed as HF Olmo3RotaryEmbedding does (fp32 exponent
 // 2j/hd, fp32 power, fp32 reciprocal; angle = fp32(p) * inv_freq in fp32; cos/sin of that fp32
-// angle, here correctly rounded from double, where torch's are within 1 ulp).
+// angle, here from core/det_math.h's double cos/sin rounded to fp32, where torch's are within
+// 1 ulp).
 // YaRN (long-context RoPE scaling, spec 2.4): the table is built from blended inverse
 // frequencies and both cos and sin are multiplied by the attention factor m (so q.k logits
 // scale by m^2); the rotation kernels are unchanged. Two formulas, each with its library's fp32
@@ -21,6 +22,8 @@
 #include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "core/det_math.h"
 
 namespace olmo::kernels {
 
@@ -44,7 +47,7 @@ struct YarnParams {
 // m = attention_factor if set, else 0.1 ln(factor) + 1 (inline: parsers use it without linking
 // the kernels).
 inline double yarn_attention_factor(const YarnParams& y) {
-  return y.attention_factor > 0 ? y.attention_factor : 0.1 * std::log(y.factor) + 1.0;
+  return y.attention_factor > 0 ? y.attention_factor : 0.1 * det::log(y.factor) + 1.0;
 }
 // Truncated correction range [low, high] of the ramp (dims below low keep the original
 // frequency, dims above high are fully interpolated), clamped as `f` does.

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/det_math.h"
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/attention_bf16.h"
@@ -223,7 +224,7 @@ void Olmo3::init_weights_range(uint64_t seed, float* out, size_t lo, size_t hi) 
       for (size_t i = i0; i < i1; ++i) {  // the whole chunk: its draws are sequential
         double z;
         do {  // Box-Muller, rejection outside +-3 sigma
-          z = std::sqrt(-2.0 * std::log(uniform01(s))) * std::cos(2.0 * M_PI * uniform01(s));
+          z = std::sqrt(-2.0 * det::log(uniform01(s))) * det::cos(2.0 * M_PI * uniform01(s));
         } while (std::fabs(z) > 3.0);
         if (i >= a && i < e) w[i - a] = float(kStd * z);
       }

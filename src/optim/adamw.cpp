@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/det_math.h"
 #include "core/error.h"
 
 namespace olmo::optim {
@@ -27,8 +28,8 @@ StepScalars step_scalars(float step, double lr, double weight_decay, const AdamW
   s.w2 = f * static_cast<float>(1.0 - cfg.beta2);
   s.omw2 = 1.0f - s.w2;
   const float sp1 = step + 1.0f;
-  const float bc1 = 1.0f - std::pow(static_cast<float>(cfg.beta1), sp1);
-  const float bc2 = 1.0f - std::pow(static_cast<float>(cfg.beta2), sp1);
+  const float bc1 = 1.0f - det::powf(static_cast<float>(cfg.beta1), sp1);
+  const float bc2 = 1.0f - det::powf(static_cast<float>(cfg.beta2), sp1);
   const float step_size = (1.0f / bc1) * static_cast<float>(lr);
   s.neg_step_size = -f * step_size;
   s.sbc2 = std::sqrt(bc2);
@@ -111,8 +112,8 @@ void adamw_reference(float* p, const float* g, float* m, float* v, size_t n, flo
   const float decay = 1.0f - f * static_cast<float>(lr * weight_decay);
   const float w1 = f * static_cast<float>(1.0 - cfg.beta1);
   const float w2 = f * static_cast<float>(1.0 - cfg.beta2);
-  const float bc1 = 1.0f - std::pow(static_cast<float>(cfg.beta1), step + 1.0f);
-  const float bc2 = 1.0f - std::pow(static_cast<float>(cfg.beta2), step + 1.0f);
+  const float bc1 = 1.0f - det::powf(static_cast<float>(cfg.beta1), step + 1.0f);
+  const float bc2 = 1.0f - det::powf(static_cast<float>(cfg.beta2), step + 1.0f);
   const float step_size = (1.0f / bc1) * static_cast<float>(lr);
   for (size_t i = 0; i < n; ++i) {
     p[i] = p[i] * decay;                                   // _foreach_mul_(params, 1 - f*lr*wd)

@@ -5,7 +5,8 @@
 //   p  = p * (1 - f*float(lr*wd))
 //   m  = m * (1 - w1) + g * w1                      w1 = f * float(1 - beta1)
 //   v  = v * (1 - w2) + (g * g) * w2                w2 = f * float(1 - beta2)
-//   bc1 = 1 - powf(float(beta1), s + 1); bc2 = 1 - powf(float(beta2), s + 1)    (s: fp32 step)
+//   bc1 = 1 - powf(float(beta1), s + 1); bc2 = 1 - powf(float(beta2), s + 1)    (s: fp32 step;
+//                                                   powf: det::powf, core/det_math.h)
 //   step_size = (1 / bc1) * float(lr)               (torch's `lr / t` is reciprocal(t) * lr)
 //   denom = sqrt(v) / sqrt(bc2) + float(eps)
 //   p  = p + (m / denom) * (-f * step_size)

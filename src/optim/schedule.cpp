@@ -1,5 +1,9 @@
 // OLMo-core learning-rate schedules (see schedule.h); each get_lr mirrors the Python expression
 // term by term so the doubles agree exactly (math.cos and std::cos are the same libm cos).
+// The cos stays libm's, not det::cos (core/det_math.h), for that bit parity (ctest
+// optim_olmo_core_parity): glibc 2.36's cos is not correctly rounded at about 0.1% of the OLMo 3
+// 7B schedule's steps, where det::cos would move the double LR by 1 ulp but not the fp32 lr and
+// lr * wd AdamW uses (none of 9 M values, ctest core_det_math_callers).
 #include "optim/schedule.h"
 
 #include <algorithm>
